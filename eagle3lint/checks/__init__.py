@@ -1,0 +1,10 @@
+"""All rules, in one registry (codes are stable; see ``eagle3lint rules``)."""
+
+from __future__ import annotations
+
+from eagle3lint.checks.base import Rule, RuleRegistry
+from eagle3lint.checks.presence import PRESENCE_RULES
+
+REGISTRY = RuleRegistry(rules=(*PRESENCE_RULES,))
+
+__all__ = ["REGISTRY", "Rule", "RuleRegistry"]

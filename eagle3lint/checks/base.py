@@ -1,0 +1,75 @@
+"""The rule framework: a rule is a small class with its documentation and its check."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+if TYPE_CHECKING:
+    from eagle3lint.checks.context import CheckContext
+    from eagle3lint.findings import Finding
+
+DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Fix safety")
+
+
+class Rule:
+    """Subclasses set ``code``, ``name``, ``severity``, ``fix_safety`` and document themselves in
+    their docstring with the sections of :data:`DOC_SECTIONS` (``## Title`` headings)."""
+
+    code: ClassVar[str]
+    name: ClassVar[str]
+    severity: ClassVar[str] = "error"
+    fix_safety: ClassVar[str] = "display-only"
+    family: ClassVar[str] = "presence"
+    engines: ClassVar[tuple[str, ...]] = ("sglang", "vllm")
+    default_enabled: ClassVar[bool] = True
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+    @classmethod
+    def summary(cls) -> str:
+        doc = cls.doc_sections().get("What it does", "")
+        return doc.split("\n\n")[0].replace("\n", " ").strip()
+
+    @classmethod
+    def doc_sections(cls) -> dict[str, str]:
+        text = _dedent(cls.__doc__ or "")
+        sections: dict[str, str] = {}
+        for match in re.finditer(r"^## (.+?)\n(.*?)(?=^## |\Z)", text, re.S | re.M):
+            sections[match.group(1).strip()] = match.group(2).strip()
+        return sections
+
+    @classmethod
+    def documentation(cls) -> str:
+        lines = [f"{cls.code} ({cls.name})", "", f"Severity: {cls.severity}. Fix: {cls.fix_safety}.", ""]
+        for title, body in cls.doc_sections().items():
+            lines.extend([f"## {title}", body, ""])
+        return "\n".join(lines).rstrip() + "\n"
+
+
+def _dedent(text: str) -> str:
+    import textwrap
+
+    first, _, rest = text.partition("\n")
+    return (first.strip() + "\n" + textwrap.dedent(rest)).strip() + "\n"
+
+
+@dataclass(frozen=True)
+class RuleRegistry:
+    rules: tuple[type[Rule], ...]
+
+    def __iter__(self) -> Iterator[type[Rule]]:
+        return iter(sorted(self.rules, key=lambda r: r.code))
+
+    def by_code(self, code: str) -> type[Rule] | None:
+        upper = code.upper()
+        for rule in self.rules:
+            if rule.code == upper or rule.name == code:
+                return rule
+        return None
+
+    def codes(self) -> set[str]:
+        return {r.code for r in self.rules}

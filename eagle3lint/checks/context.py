@@ -1,0 +1,174 @@
+"""What every rule sees: the index, the contract and the models, plus shared member analysis."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eagle3lint.contract import Contract, ContractSite, MemberContract
+from eagle3lint.findings import Finding, Related
+from eagle3lint.index import ClassRef, MemberLookup, ProjectIndex
+from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_models
+
+
+@dataclass
+class MemberState:
+    """How one model class stands with one interface member."""
+
+    status: str  # "present" | "missing" | "unknown" | "delegated" | "delegation-gap"
+    lookup: MemberLookup
+    inner_attr: str | None = None
+    inner_class: ClassRef | None = None
+    note: str = ""
+
+
+@dataclass
+class CheckContext:
+    index: ProjectIndex
+    contract: Contract
+    models: list[ModelClass]
+    notes: list[str] = field(default_factory=list)
+    _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
+
+    @property
+    def pack(self):  # type: ignore[no-untyped-def]
+        return self.index.engine.pack
+
+    def relpath(self, path: str) -> str:
+        return path
+
+    # ---- requirements --------------------------------------------------------------------
+    def required_sites(self, model: ModelClass, member: MemberContract) -> list[ContractSite]:
+        if model.kind == TARGET:
+            return member.fatal_sites("target", "eagle3")
+        if model.kind == EAGLE3_DRAFT:
+            return member.fatal_sites("draft", "eagle3")
+        if model.kind == DRAFT:
+            return member.fatal_sites("draft", "not-eagle3")
+        return []
+
+    def requirements(self, model: ModelClass) -> list[tuple[MemberContract, list[ContractSite]]]:
+        out = []
+        for member in self.contract.members.values():
+            if not member.known:
+                continue
+            sites = self.required_sites(model, member)
+            if sites:
+                out.append((member, sites))
+        return out
+
+    # ---- member analysis -----------------------------------------------------------------
+    def state(self, ref: ClassRef, member: str, _depth: int = 0) -> MemberState:
+        key = (ref, member)
+        cached = self._states.get(key)
+        if cached is not None:
+            return cached
+        lookup = self.index.lookup(ref, member)
+        if lookup.status == "found":
+            state = self._check_delegation(ref, member, lookup, _depth)
+        elif lookup.status == "getattr":
+            state = self._through_getattr(ref, member, lookup, _depth)
+        elif lookup.status == "unknown":
+            state = MemberState("unknown", lookup, note=lookup.reason)
+        else:
+            state = MemberState("missing", lookup)
+            if _depth < 4:
+                for attr, inner in inner_models(self.index, ref):
+                    inner_state = self.state(inner, member, _depth + 1)
+                    if inner_state.status in ("present", "delegated"):
+                        state = MemberState("delegation-gap", lookup, attr, inner)
+                        break
+        self._states[key] = state
+        return state
+
+    def _through_getattr(self, ref: ClassRef, member: str, lookup: MemberLookup, depth: int) -> MemberState:
+        attr = lookup.via_getattr
+        if attr is None or depth >= 4:
+            return MemberState("unknown", lookup, note="__getattr__ forwards somewhere eagle3lint cannot follow")
+        held = [h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)]
+        if not held:
+            return MemberState("unknown", lookup, attr, note=f"__getattr__ forwards to self.{attr}, whose class is not known")
+        inner_state = self.state(held[0], member, depth + 1)
+        if inner_state.status in ("present", "delegated"):
+            return MemberState("delegated", lookup, attr, held[0])
+        if inner_state.status == "unknown":
+            return MemberState("unknown", lookup, attr, held[0], note=inner_state.note)
+        return MemberState("delegation-gap", lookup, attr, held[0], note="forwarded by __getattr__ to a class that lacks it")
+
+    def _check_delegation(self, ref: ClassRef, member: str, lookup: MemberLookup, depth: int) -> MemberState:
+        """A method whose body forwards to ``self.<attr>.<member>`` is only as good as the
+        class of that attribute."""
+        fn = lookup.function
+        if fn is None or lookup.owner is None or depth >= 4:
+            return MemberState("present", lookup)
+        for attr, called in fn.self_chains:
+            if called != member or attr.endswith("()"):
+                continue
+            held = [h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)]
+            if not held:
+                continue
+            inner_state = self.state(held[0], member, depth + 1)
+            if inner_state.status == "missing":
+                return MemberState("delegation-gap", lookup, attr, held[0], note="delegates to a class that lacks it")
+            return MemberState("delegated", lookup, attr, held[0])
+        return MemberState("present", lookup)
+
+    # ---- finding helpers ------------------------------------------------------------------
+    def related_for(self, sites: list[ContractSite]) -> list[Related]:
+        root = self.index.engine.source_root
+        return [
+            Related(
+                str(root / site.path),
+                site.line,
+                f"{site.receiver}.{site.member} in {site.function} ({site.describe_guard()})",
+            )
+            for site in sites
+        ]
+
+    def finding(
+        self,
+        rule: type,
+        model: ModelClass,
+        member: str,
+        message: str,
+        sites: list[ContractSite],
+        severity: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        column: int | None = None,
+        data: dict[str, object] | None = None,
+    ) -> Finding:
+        return Finding(
+            code=rule.code,  # type: ignore[attr-defined]
+            rule=rule.name,  # type: ignore[attr-defined]
+            severity=severity or rule.severity,  # type: ignore[attr-defined]
+            path=path or model.path,
+            line=line if line is not None else model.summary.lineno,
+            column=column if column is not None else model.summary.col + 1,
+            class_name=model.ref.qualname.rsplit(".", 1)[-1],
+            qualname=f"{model.ref.module}.{model.ref.qualname}",
+            method=member,
+            message=message,
+            related=self.related_for(sites),
+            data=data or {},
+            variant=model.variant,
+        )
+
+
+def severity_for(sites: list[ContractSite]) -> str:
+    return "error" if any(s.fatal for s in sites) else "warning"
+
+
+def guard_phrase(sites: list[ContractSite]) -> str:
+    guards = {s.guard for s in sites}
+    count = len(sites)
+    where = f"{count} call site{'s' if count != 1 else ''}"
+    if "none" in guards:
+        return f"unguarded: AttributeError at start-up; {where}"
+    return f"guarded with an error: start-up fails; {where}"
+
+
+def role_phrase(model: ModelClass) -> str:
+    return "target" if model.kind == TARGET else "draft"
+
+
+__all__ = ["DRAFT", "EAGLE3_DRAFT", "TARGET", "CheckContext", "Finding", "MemberState"]

@@ -1,0 +1,309 @@
+"""Presence rules: is every member the engine needs really there, and callable as called?"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from eagle3lint.checks.base import Rule
+from eagle3lint.checks.context import CheckContext, guard_phrase, role_phrase, severity_for
+from eagle3lint.findings import Finding
+from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET
+
+
+class MissingTargetMethod(Rule):
+    """
+    ## What it does
+    Reports a target-model class (a generative model EAGLE-3 can draft for) that lacks a member
+    the engine uses on the target model without a fallback.
+
+    The list of members, their roles and how each call is guarded come from the engine's own
+    source (see `eagle3lint contract`), so the rule follows the engine version in front of it.
+
+    ## Why is this bad?
+    The engine calls the member unconditionally once EAGLE-3 is enabled. With the member missing,
+    the server dies with an `AttributeError` (or, in engines that probe first, a clear error)
+    after loading the weights, which on a large model takes many minutes and a full GPU node.
+
+    ## Example
+    ```python
+    class FooForCausalLM(nn.Module):
+        def __init__(self, config):
+            self.model = FooModel(config)
+            self.lm_head = ParallelLMHead(...)
+        # no set_eagle3_layers_to_capture / get_embed_and_head
+    ```
+    Use instead: implement the members (capture in the decoder loop; return the embedding and
+    the LM head).
+
+    ## Fix safety
+    The fix for a causal LM with the common decoder shape is unsafe (it changes `forward`); other
+    shapes are display-only.
+    """
+
+    code = "E3L001"
+    name = "missing-target-method"
+    fix_safety = "unsafe"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.kind != TARGET:
+                continue
+            for member, sites in ctx.requirements(model):
+                state = ctx.state(model.ref, member.name)
+                if state.status != "missing":
+                    continue
+                spec = ctx.pack.members[member.name]
+                yield ctx.finding(
+                    MissingTargetMethod,
+                    model,
+                    member.name,
+                    f"`{model.summary.name}` lacks `{member.name}`, which the engine calls on the "
+                    f"target model ({guard_phrase(sites)}); it {spec.summary}",
+                    sites,
+                    severity=severity_for(sites),
+                    data={"kind": spec.kind, "call_args": max(s.positional_args for s in sites)},
+                )
+
+
+class MissingDraftMethod(Rule):
+    """
+    ## What it does
+    Reports a draft-head class (EAGLE, EAGLE-3, MTP, NextN) that lacks a member the engine uses on
+    the draft model without a fallback. EAGLE-3 heads are checked against the calls made for
+    EAGLE-3; other heads against the calls made for the other algorithms.
+
+    ## Why is this bad?
+    The speculative worker wires the draft to the target at start-up (`set_embed`,
+    `set_embed_and_head`, `hot_token_id`); a missing member is an `AttributeError` before the
+    first request is served.
+
+    ## Example
+    ```python
+    class FooForCausalLMEagle3(nn.Module):
+        def set_embed_and_head(self, embed, head): ...
+        # the engine calls set_embed() for EAGLE-3 heads that keep their own LM head
+    ```
+
+    ## Fix safety
+    Display-only: a draft head's weights layout decides the implementation.
+    """
+
+    code = "E3L002"
+    name = "missing-draft-method"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.kind not in (EAGLE3_DRAFT, DRAFT):
+                continue
+            for member, sites in ctx.requirements(model):
+                state = ctx.state(model.ref, member.name)
+                if state.status not in ("missing", "delegation-gap"):
+                    continue
+                spec = ctx.pack.members[member.name]
+                algorithm = "EAGLE-3" if model.kind == EAGLE3_DRAFT else "EAGLE/MTP"
+                yield ctx.finding(
+                    MissingDraftMethod,
+                    model,
+                    member.name,
+                    f"draft head `{model.summary.name}` lacks `{member.name}`, which the engine uses "
+                    f"on the {algorithm} draft model ({guard_phrase(sites)}); it {spec.summary}",
+                    sites,
+                    severity=severity_for(sites),
+                )
+
+
+class StubMethod(Rule):
+    """
+    ## What it does
+    Reports an interface member that resolves (through the class's MRO) only to a stub: a body
+    of `...`, `pass`, a docstring alone, or `raise NotImplementedError`.
+
+    ## Why is this bad?
+    The engine finds the member, so nothing fails at the `hasattr` probe; the stub then raises,
+    or silently does nothing: a capture setter that does nothing leaves the drafter without
+    hidden states and acceptance collapses to about 1 token per step.
+
+    ## Example
+    ```python
+    class Base(nn.Module):
+        def set_eagle3_layers_to_capture(self, layer_ids=None):
+            raise NotImplementedError
+    class FooForCausalLM(Base): ...
+    ```
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L003"
+    name = "stub-method"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.role is None:
+                continue
+            for member, sites in ctx.requirements(model):
+                state = ctx.state(model.ref, member.name)
+                fn = state.lookup.function
+                if state.status != "present" or fn is None or not fn.is_stub or state.lookup.owner is None:
+                    continue
+                owner = state.lookup.owner
+                owner_module = ctx.index.module(owner.module)
+                where = "" if owner == model.ref else f" (inherited from `{owner.qualname}`)"
+                yield ctx.finding(
+                    StubMethod,
+                    model,
+                    member.name,
+                    f"`{model.summary.name}.{member.name}` is only a stub{where}; the engine calls it "
+                    f"on the {role_phrase(model)} model and gets no real implementation",
+                    sites,
+                    severity=severity_for(sites),
+                    path=owner_module.path if owner_module else model.path,
+                    line=fn.lineno,
+                    column=fn.col + 1,
+                )
+
+
+class WrapperDelegationGap(Rule):
+    """
+    ## What it does
+    Reports a wrapper (typically a multimodal `...ForConditionalGeneration`) that holds an inner
+    language model whose class provides an interface member, while the wrapper neither defines
+    nor delegates it — or delegates it to an attribute whose class lacks it.
+
+    ## Why is this bad?
+    The engine calls the member on the outer object it loaded. The inner model could answer, but
+    nothing forwards the call: the server dies with an `AttributeError` after the weights load.
+    This is the Kimi-K2.5 crash: `KimiK25ForConditionalGeneration` holds a
+    `DeepseekV3ForCausalLM` in `self.language_model` and lacked `set_eagle3_layers_to_capture`.
+
+    ## Example
+    ```python
+    class FooForConditionalGeneration(nn.Module):
+        def __init__(self, config):
+            self.language_model = LlamaForCausalLM(config.text_config)
+    ```
+    Use instead:
+    ```python
+        def set_eagle3_layers_to_capture(self, layer_ids=None):
+            self.language_model.set_eagle3_layers_to_capture(layer_ids)
+    ```
+
+    ## Fix safety
+    Safe: the delegate attribute and its class are resolved statically and the inserted method
+    only forwards the call.
+    """
+
+    code = "E3L004"
+    name = "wrapper-delegation-gap"
+    fix_safety = "safe"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.kind != TARGET:
+                continue
+            for member, sites in ctx.requirements(model):
+                state = ctx.state(model.ref, member.name)
+                if state.status != "delegation-gap" or state.inner_class is None:
+                    continue
+                inner = state.inner_class.qualname
+                if state.lookup.status == "missing":
+                    message = (
+                        f"`{model.summary.name}` does not delegate `{member.name}` to "
+                        f"`self.{state.inner_attr}` ({inner}), which has it; the engine calls it on "
+                        f"the target model ({guard_phrase(sites)})"
+                    )
+                else:
+                    message = (
+                        f"`{model.summary.name}.{member.name}` forwards to `self.{state.inner_attr}` "
+                        f"({inner}), which lacks it; the engine calls it on the target model "
+                        f"({guard_phrase(sites)})"
+                    )
+                yield ctx.finding(
+                    WrapperDelegationGap,
+                    model,
+                    member.name,
+                    message,
+                    sites,
+                    severity=severity_for(sites),
+                    data={
+                        "delegate": state.inner_attr,
+                        "inner_class": str(state.inner_class),
+                        "inner_provides": state.lookup.status == "missing",
+                    },
+                )
+
+
+class SignatureMismatch(Rule):
+    """
+    ## What it does
+    Reports an interface method that exists but cannot accept the arguments the engine passes
+    at one of its call sites (too few or too many positional arguments, or a required
+    keyword-only parameter).
+
+    ## Why is this bad?
+    SGLang calls `set_eagle3_layers_to_capture()` with no argument when CUDA graphs are captured
+    and with the layer ids at start-up; a method with a required `layer_ids` parameter raises
+    `TypeError: ... missing 1 required positional argument` during graph capture.
+
+    ## Example
+    ```python
+    def set_eagle3_layers_to_capture(self, layer_ids):  # engine also calls it with no argument
+        ...
+    ```
+    Use instead: `def set_eagle3_layers_to_capture(self, layer_ids=None):`.
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L005"
+    name = "signature-mismatch"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.role is None:
+                continue
+            for member, sites in ctx.requirements(model):
+                state = ctx.state(model.ref, member.name)
+                fn = state.lookup.function
+                if state.status not in ("present", "delegated") or fn is None or fn.is_property:
+                    continue
+                if state.lookup.kind != "method":
+                    continue
+                bad = [
+                    s
+                    for s in sites
+                    if s.access == "call"
+                    and (
+                        not fn.params.accepts_positional(s.positional_args)
+                        or any(k not in fn.params.positional + fn.params.keyword_only and not fn.params.has_varkw for k in s.keyword_args)
+                    )
+                ]
+                if not bad:
+                    continue
+                arities = sorted({s.positional_args for s in bad})
+                owner = state.lookup.owner
+                owner_module = ctx.index.module(owner.module) if owner else None
+                counts = " or ".join(str(a) for a in arities)
+                yield ctx.finding(
+                    SignatureMismatch,
+                    model,
+                    member.name,
+                    f"`{model.summary.name}.{member.name}{fn.params.render()}` cannot be called with "
+                    f"{counts} positional argument{'s' if arities != [1] else ''} as the engine does",
+                    bad,
+                    severity=severity_for(bad),
+                    path=owner_module.path if owner_module else model.path,
+                    line=fn.lineno,
+                    column=fn.col + 1,
+                )
+
+
+PRESENCE_RULES: tuple[type[Rule], ...] = (
+    MissingTargetMethod,
+    MissingDraftMethod,
+    StubMethod,
+    WrapperDelegationGap,
+    SignatureMismatch,
+)

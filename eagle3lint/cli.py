@@ -1,0 +1,172 @@
+"""The command line. Exit codes: 0 clean, 1 findings, 2 usage/config/internal error."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from eagle3lint import __version__
+from eagle3lint.errors import UsageError
+from eagle3lint.report.paths import display_path
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def engine_options(func: F) -> F:
+    func = click.option("--release", metavar="NAME==VERSION", help="Check a published release (downloaded once into the cache); PATHs are then relative to it.")(func)
+    func = click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder (overrides discovery).")(func)
+    func = click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Which engine (default: discovered from PATH).")(func)
+    return func
+
+
+def resolve_engine(paths: tuple[Path, ...], engine: str | None, engine_root: Path | None, release: str | None):  # type: ignore[no-untyped-def]
+    from eagle3lint.engine import discover_engine
+    from eagle3lint.releases import fetch_release, parse_release_spec
+
+    scope = list(paths)
+    if release:
+        name, _ = parse_release_spec(release)
+        if engine and engine != name:
+            raise UsageError(f"--engine {engine} contradicts --release {release}")
+        package_root = fetch_release(release)
+        base = package_root.parent
+        scope = [p if p.is_absolute() else base / p for p in paths] or [package_root]
+        for p in scope:
+            if not p.exists():
+                raise UsageError(f"{display_path(str(p))}: no such file or folder in {release}")
+        found = discover_engine([], engine=name, engine_root=package_root)
+    else:
+        found = discover_engine(scope, engine=engine, engine_root=engine_root)
+        if not scope:
+            scope = [found.root]
+    return found, scope
+
+
+def _split_codes(values: tuple[str, ...]) -> list[str]:
+    out: list[str] = []
+    for value in values:
+        out.extend(v.strip().upper() for v in value.split(",") if v.strip())
+    return out
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="eagle3lint")
+def cli() -> None:
+    """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM)."""
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@engine_options
+@click.option("--format", "output_format", type=click.Choice(["concise", "json"]), default="concise", show_default=True)
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
+@click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification.")
+def check(
+    paths: tuple[Path, ...],
+    engine: str | None,
+    engine_root: Path | None,
+    release: str | None,
+    output_format: str,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    verbose: bool,
+) -> None:
+    """Check model classes against the engine's EAGLE-3 contract."""
+    from eagle3lint.checks import REGISTRY
+    from eagle3lint.report.concise import write_concise
+    from eagle3lint.report.jsonfmt import write_json
+    from eagle3lint.runner import run_check
+
+    selected, ignored = _split_codes(select), _split_codes(ignore)
+    for code in [*selected, *ignored]:
+        if code != "ALL" and not any(r.code.startswith(code) for r in REGISTRY):
+            raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
+    found, scope = resolve_engine(paths, engine, engine_root, release)
+    result = run_check(found, scope, select=selected or None, ignore=ignored or None)
+    for error in result.errors:
+        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    if output_format == "json":
+        write_json(result, sys.stdout)
+    else:
+        write_concise(result, sys.stdout, verbose=verbose)
+    if result.errors:
+        sys.exit(EXIT_ERROR)
+    sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+
+
+@cli.command()
+@click.argument("path", required=False, type=click.Path(path_type=Path))
+@engine_options
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def contract(path: Path | None, engine: str | None, engine_root: Path | None, release: str | None, output_format: str) -> None:
+    """Print the EAGLE-3 interface as derived from the engine's own source."""
+    import json
+
+    from eagle3lint.contract import extract_contract
+    from eagle3lint.report.contract_text import write_contract_text
+
+    found, _ = resolve_engine((path,) if path else (), engine, engine_root, release)
+    result = extract_contract(found)
+    if output_format == "json":
+        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        write_contract_text(result, sys.stdout)
+    for error in result.errors:
+        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
+
+
+@cli.command()
+def rules() -> None:
+    """List every rule with its code, name and summary."""
+    from eagle3lint.checks import REGISTRY
+
+    for rule in REGISTRY:
+        default = "" if rule.default_enabled else " (off by default)"
+        click.echo(f"{rule.code}  {rule.name:<28} {rule.severity:<8} fix: {rule.fix_safety:<13} {rule.summary()}{default}")
+
+
+@cli.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Show one rule's documentation (by code or name)."""
+    from eagle3lint.checks import REGISTRY
+
+    rule = REGISTRY.by_code(code)
+    if rule is None:
+        raise UsageError(f"unknown rule {code!r} (see `eagle3lint rules`)")
+    click.echo(rule.documentation(), nl=False)
+
+
+def main(argv: list[str] | None = None) -> None:
+    try:
+        cli.main(args=argv, prog_name="eagle3lint", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        sys.exit(exc.exit_code)
+    except click.exceptions.Abort:
+        click.echo("eagle3lint: aborted", err=True)
+        sys.exit(EXIT_ERROR)
+    except click.ClickException as exc:
+        exc.show()
+        sys.exit(EXIT_ERROR)
+    except UsageError as exc:
+        click.echo(f"eagle3lint: error: {exc}", err=True)
+        sys.exit(EXIT_ERROR)
+    except KeyboardInterrupt:
+        click.echo("eagle3lint: interrupted", err=True)
+        sys.exit(EXIT_ERROR)
+    except BrokenPipeError:
+        sys.exit(EXIT_ERROR)
+    except Exception:  # an internal error is still exit 2, with enough to file a bug
+        click.echo("eagle3lint: internal error (please report):", err=True)
+        click.echo(traceback.format_exc(), err=True)
+        sys.exit(EXIT_ERROR)

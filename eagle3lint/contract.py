@@ -1,0 +1,470 @@
+"""The EAGLE-3 contract as the engine's own source states it.
+
+Every access of an interface member on a model object outside the models folder becomes a
+:class:`ContractSite` with its role (target or draft) and its guard:
+
+* ``none``     — a bare access: a missing member is an ``AttributeError`` at start-up;
+* ``error``    — probed first, with a clear error (``if not hasattr: raise``, or a try/except
+  that re-raises): still fatal, but readable;
+* ``fallback`` — probed with an alternative path (``if hasattr``, ``getattr(x, m, default)``,
+  a swallowed ``AttributeError``): the member is optional.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.engine import Engine
+from eagle3lint.findings import FileError
+from eagle3lint.sources import decode_source, iter_python_files, read_source
+
+FATAL_GUARDS = ("none", "error")
+
+
+@dataclass(frozen=True)
+class ContractSite:
+    member: str
+    path: str  # relative to the engine's source root: sglang/srt/...
+    line: int
+    column: int
+    function: str
+    receiver: str
+    access: str  # "call" | "load" | "probe"
+    role: str  # "target" | "draft"
+    guard: str  # "none" | "error" | "fallback"
+    positional_args: int = 0
+    keyword_args: tuple[str, ...] = ()
+    branch: str | None = None  # "eagle3" | "not-eagle3" | None
+
+    @property
+    def fatal(self) -> bool:
+        return self.access != "probe" and self.guard in FATAL_GUARDS
+
+    def describe_guard(self) -> str:
+        return {
+            "none": "unguarded: AttributeError at start-up",
+            "error": "guarded with an error: start-up fails with a clear message",
+            "fallback": "guarded with a fallback: optional",
+        }[self.guard] if self.access != "probe" else "probe (hasattr)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "member": self.member,
+            "path": self.path,
+            "line": self.line,
+            "column": self.column,
+            "function": self.function,
+            "receiver": self.receiver,
+            "access": self.access,
+            "role": self.role,
+            "guard": self.guard,
+            "positional_args": self.positional_args,
+            "keyword_args": list(self.keyword_args),
+            "branch": self.branch,
+        }
+
+
+@dataclass
+class MemberContract:
+    name: str
+    kind: str
+    known: bool  # listed in the rule pack
+    summary: str = ""
+    sites: list[ContractSite] = field(default_factory=list)
+
+    def fatal_sites(self, role: str, branch_filter: str | None = None) -> list[ContractSite]:
+        """Sites that make the member required for ``role``.
+
+        ``branch_filter`` "eagle3" drops sites only reached by non-EAGLE-3 algorithms, and
+        "not-eagle3" drops EAGLE-3-only sites (for MTP/NextN draft heads).
+        """
+        out = []
+        for site in self.sites:
+            if site.role != role or not site.fatal:
+                continue
+            if branch_filter == "eagle3" and site.branch == "not-eagle3":
+                continue
+            if branch_filter == "not-eagle3" and site.branch == "eagle3":
+                continue
+            out.append(site)
+        return out
+
+    def strongest_guard(self, role: str) -> str | None:
+        guards = {s.guard for s in self.sites if s.role == role and s.access != "probe"}
+        for guard in ("none", "error", "fallback"):
+            if guard in guards:
+                return guard
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "known": self.known,
+            "summary": self.summary,
+            "required_for": sorted({s.role for s in self.sites if s.fatal}),
+            "guard": {role: self.strongest_guard(role) for role in ("target", "draft") if self.strongest_guard(role)},
+            "sites": [s.to_json() for s in self.sites],
+        }
+
+
+@dataclass
+class Contract:
+    engine: Engine
+    members: dict[str, MemberContract]
+    scanned_files: int = 0
+    errors: list[FileError] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific facts (vLLM protocol)
+
+    def required(self, role: str) -> list[MemberContract]:
+        return [m for m in self.members.values() if m.known and m.fatal_sites(role)]
+
+    def unknown_members(self) -> list[MemberContract]:
+        return [m for m in self.members.values() if not m.known]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "engine": self.engine.to_json(),
+            "members": [m.to_json() for m in self.members.values()],
+            "scanned_files": self.scanned_files,
+            "errors": [e.to_json() for e in self.errors],
+            **self.extra,
+        }
+
+
+def _normalize_receiver(text: str) -> str:
+    return re.sub(r"\[[^\]]*\]", "", text)
+
+
+def _hasattr_member(node: ast.AST) -> str | None:
+    """``hasattr(x, "m")`` -> "m"."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id == "hasattr"
+        and len(node.args) == 2
+        and isinstance(node.args[1], ast.Constant)
+        and isinstance(node.args[1].value, str)
+    ):
+        return node.args[1].value
+    return None
+
+
+def _positive_hasattrs(test: ast.AST) -> set[str]:
+    """Members whose ``hasattr`` must be true for ``test`` to be true."""
+    member = _hasattr_member(test)
+    if member:
+        return {member}
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        out: set[str] = set()
+        for value in test.values:
+            out |= _positive_hasattrs(value)
+        return out
+    return set()
+
+
+def _negative_hasattrs(test: ast.AST) -> set[str]:
+    """Members whose ``hasattr`` is false whenever ``test`` is true (``not hasattr(...)``)."""
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return _positive_hasattrs(test.operand)
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
+        # ``if not hasattr(a, m) or ...: raise`` still guards m after the if.
+        out: set[str] = set()
+        for value in test.values:
+            out |= _negative_hasattrs(value)
+        return out
+    return set()
+
+
+def _contains_raise(body: list[ast.stmt]) -> bool:
+    return any(isinstance(node, ast.Raise) for stmt in body for node in ast.walk(stmt))
+
+
+def _ends_block(body: list[ast.stmt]) -> bool:
+    return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return, ast.Continue, ast.Break))
+
+
+def _handler_catches_attribute_error(handler: ast.ExceptHandler) -> bool:
+    if handler.type is None:
+        return True
+    types = handler.type.elts if isinstance(handler.type, ast.Tuple) else [handler.type]
+    for t in types:
+        name = t.id if isinstance(t, ast.Name) else t.attr if isinstance(t, ast.Attribute) else ""
+        if name in ("AttributeError", "Exception", "BaseException"):
+            return True
+    return False
+
+
+@dataclass(frozen=True)
+class _Context:
+    function: str = "<module>"
+    # (test, polarity): polarity True inside the body of ``if test``, False inside its else.
+    conditions: tuple[tuple[ast.expr, bool], ...] = ()
+    try_guard: str | None = None
+    # Members guarded by an earlier statement of an enclosing block -> guard kind.
+    established: tuple[tuple[str, str], ...] = ()
+    and_guarded: frozenset[str] = frozenset()
+
+
+class _SiteCollector:
+    def __init__(self, engine: Engine, rel_path: str, members: dict[str, Any]) -> None:
+        self.engine = engine
+        self.pack = engine.pack
+        self.rel_path = rel_path
+        self.members = members
+        self.sites: list[ContractSite] = []
+
+    def wants(self, member: str) -> bool:
+        return member in self.members or bool(self.pack.unknown_member_pattern.search(member))
+
+    # ---- statements ---------------------------------------------------------------------
+    def block(self, body: list[ast.stmt], ctx: _Context) -> None:
+        established = list(ctx.established)
+        for stmt in body:
+            current = _Context(ctx.function, ctx.conditions, ctx.try_guard, tuple(established), ctx.and_guarded)
+            self.stmt(stmt, current)
+            if isinstance(stmt, ast.If) and _ends_block(stmt.body):
+                for member in _negative_hasattrs(stmt.test):
+                    guard = "error" if _contains_raise(stmt.body) else "fallback"
+                    established.append((member, guard))
+
+    def stmt(self, stmt: ast.stmt, ctx: _Context) -> None:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            name = stmt.name if ctx.function == "<module>" else f"{ctx.function}.{stmt.name}"
+            for dec in stmt.decorator_list:
+                self.expr(dec, ctx)
+            self.block(stmt.body, _Context(function=name))
+            return
+        if isinstance(stmt, ast.ClassDef):
+            name = stmt.name if ctx.function == "<module>" else f"{ctx.function}.{stmt.name}"
+            self.block(stmt.body, _Context(function=name))
+            return
+        if isinstance(stmt, ast.If):
+            self.expr(stmt.test, ctx)
+            self.block(stmt.body, _with_condition(ctx, stmt.test, True))
+            self.block(stmt.orelse, _with_condition(ctx, stmt.test, False))
+            return
+        if isinstance(stmt, ast.While):
+            self.expr(stmt.test, ctx)
+            self.block(stmt.body, _with_condition(ctx, stmt.test, True))
+            self.block(stmt.orelse, ctx)
+            return
+        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            handlers: list[ast.ExceptHandler] = stmt.handlers  # type: ignore[attr-defined]
+            catching = [h for h in handlers if _handler_catches_attribute_error(h)]
+            guard = ctx.try_guard
+            if catching:
+                guard = "error" if any(_contains_raise(h.body) for h in catching) else "fallback"
+            inner = _Context(ctx.function, ctx.conditions, guard, ctx.established, ctx.and_guarded)
+            self.block(stmt.body, inner)  # type: ignore[attr-defined]
+            for handler in handlers:
+                self.block(handler.body, ctx)
+            self.block(stmt.orelse, ctx)  # type: ignore[attr-defined]
+            self.block(stmt.finalbody, ctx)  # type: ignore[attr-defined]
+            return
+        for field_name, value in ast.iter_fields(stmt):
+            if isinstance(value, list):
+                stmts = [v for v in value if isinstance(v, ast.stmt)]
+                if stmts:
+                    self.block(stmts, ctx)
+                for v in value:
+                    if isinstance(v, ast.expr):
+                        self.expr(v, ctx)
+                    elif isinstance(v, ast.withitem):
+                        self.expr(v.context_expr, ctx)
+                    elif isinstance(v, ast.match_case) if hasattr(ast, "match_case") else False:
+                        self.block(v.body, ctx)
+            elif isinstance(value, ast.expr):
+                self.expr(value, ctx)
+            del field_name
+
+    # ---- expressions --------------------------------------------------------------------
+    def expr(self, node: ast.expr, ctx: _Context) -> None:
+        if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And):
+            guarded = set(ctx.and_guarded)
+            for value in node.values:
+                self.expr(value, _Context(ctx.function, ctx.conditions, ctx.try_guard, ctx.established, frozenset(guarded)))
+                guarded |= _positive_hasattrs(value)
+            return
+        if isinstance(node, ast.IfExp):
+            self.expr(node.test, ctx)
+            self.expr(node.body, _with_condition(ctx, node.test, True))
+            self.expr(node.orelse, _with_condition(ctx, node.test, False))
+            return
+        if isinstance(node, ast.Call):
+            self.call(node, ctx)
+            return
+        if isinstance(node, ast.Attribute):
+            if isinstance(node.ctx, ast.Load) and self.wants(node.attr):
+                self.site(node.attr, node.value, node, "load", ctx)
+            self.expr(node.value, ctx)
+            return
+        if isinstance(node, (ast.Lambda,)):
+            self.expr(node.body, ctx)
+            return
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.expr):
+                self.expr(child, ctx)
+            elif isinstance(child, ast.comprehension):
+                self.expr(child.iter, ctx)
+                for cond in child.ifs:
+                    self.expr(cond, ctx)
+
+    def call(self, node: ast.Call, ctx: _Context) -> None:
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("hasattr", "getattr") and len(node.args) >= 2:
+            member_node = node.args[1]
+            if isinstance(member_node, ast.Constant) and isinstance(member_node.value, str):
+                member = member_node.value
+                if self.wants(member):
+                    if func.id == "hasattr":
+                        self.site(member, node.args[0], node, "probe", ctx)
+                    else:
+                        has_default = len(node.args) >= 3 or any(k.arg == "default" for k in node.keywords)
+                        forced = "fallback" if has_default else None
+                        self.site(member, node.args[0], node, "load", ctx, forced_guard=forced)
+            for arg in node.args:
+                self.expr(arg, ctx)
+            return
+        if isinstance(func, ast.Attribute) and self.wants(func.attr):
+            self.site(func.attr, func.value, node, "call", ctx, call=node)
+            self.expr(func.value, ctx)
+        else:
+            self.expr(func, ctx)
+        for arg in node.args:
+            self.expr(arg, ctx)
+        for kw in node.keywords:
+            self.expr(kw.value, ctx)
+
+    def site(
+        self,
+        member: str,
+        receiver_node: ast.expr,
+        node: ast.AST,
+        access: str,
+        ctx: _Context,
+        call: ast.Call | None = None,
+        forced_guard: str | None = None,
+    ) -> None:
+        receiver = ast.unparse(receiver_node)
+        normalized = _normalize_receiver(receiver)
+        if not self.pack.model_receiver.search(normalized):
+            return
+        guard = forced_guard or self.guard_for(member, ctx)
+        positional = 0
+        keywords: tuple[str, ...] = ()
+        if call is not None:
+            positional = sum(1 for a in call.args if not isinstance(a, ast.Starred))
+            keywords = tuple(k.arg for k in call.keywords if k.arg)
+        self.sites.append(
+            ContractSite(
+                member=member,
+                path=self.rel_path,
+                line=getattr(node, "lineno", 0),
+                column=getattr(node, "col_offset", 0) + 1,
+                function=ctx.function,
+                receiver=receiver,
+                access=access,
+                role=self.pack.role_of_receiver(normalized, member),
+                guard=guard,
+                positional_args=positional,
+                keyword_args=keywords,
+                branch=self.branch_for(ctx),
+            )
+        )
+
+    def guard_for(self, member: str, ctx: _Context) -> str:
+        if member in ctx.and_guarded:
+            return "fallback"
+        for test, polarity in ctx.conditions:
+            if polarity and member in _positive_hasattrs(test):
+                return "fallback"
+            if not polarity and member in _negative_hasattrs(test):
+                return "fallback"
+        for guarded_member, guard in reversed(ctx.established):
+            if guarded_member == member:
+                return guard
+        if ctx.try_guard:
+            return ctx.try_guard
+        return "none"
+
+    def branch_for(self, ctx: _Context) -> str | None:
+        markers = self.pack.eagle3_branch_markers
+        if not markers:
+            return None
+        for test, polarity in reversed(ctx.conditions):
+            text = ast.unparse(test)
+            if any(marker in text for marker in markers):
+                negated = text.strip().startswith("not ")
+                return "eagle3" if polarity != negated else "not-eagle3"
+        return None
+
+
+def _with_condition(ctx: _Context, test: ast.expr, polarity: bool) -> _Context:
+    return _Context(ctx.function, (*ctx.conditions, (test, polarity)), ctx.try_guard, ctx.established, ctx.and_guarded)
+
+
+def _in_models(rel_parts: tuple[str, ...], engine: Engine) -> bool:
+    rel = "/".join(rel_parts)
+    return any(rel.startswith(m.rstrip("/") + "/") for m in engine.pack.models)
+
+
+def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[ContractSite] | FileError | None:
+    """Call sites in one engine file; None when the byte pre-filter rules it out."""
+    data = read_source(str(path))
+    if isinstance(data, FileError):
+        return data
+    if not any(n in data for n in needles):
+        return None
+    text = decode_source(str(path), data)
+    if isinstance(text, FileError):
+        return text
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=str(path))
+    except (SyntaxError, ValueError, RecursionError) as exc:
+        line = getattr(exc, "lineno", None)
+        where = f" at line {line}" if line else ""
+        return FileError(str(path), f"syntax error{where}: {getattr(exc, 'msg', exc)}")
+    rel = path.relative_to(engine.source_root).as_posix()
+    collector = _SiteCollector(engine, rel, engine.pack.members)
+    collector.block(tree.body, _Context())
+    return collector.sites
+
+
+def contract_needles(engine: Engine) -> tuple[bytes, ...]:
+    names = set(engine.pack.members) | set(engine.pack.scan_needles)
+    return tuple(sorted(n.encode() for n in names))
+
+
+def extract_contract(engine: Engine) -> Contract:
+    pack = engine.pack
+    members = {
+        name: MemberContract(name=name, kind=spec.kind, known=True, summary=spec.summary)
+        for name, spec in pack.members.items()
+    }
+    contract = Contract(engine=engine, members=members)
+    needles = contract_needles(engine)
+    for path in iter_python_files(engine.root):
+        rel_parts = path.relative_to(engine.root).parts
+        if _in_models(rel_parts, engine):
+            continue
+        result = scan_file(engine, path, needles)
+        if result is None:
+            continue
+        contract.scanned_files += 1
+        if isinstance(result, FileError):
+            contract.errors.append(result)
+            continue
+        for site in result:
+            entry = members.get(site.member)
+            if entry is None:
+                entry = members[site.member] = MemberContract(site.member, "method" if site.access == "call" else "attribute", known=False)
+            entry.sites.append(site)
+    return contract

@@ -1,0 +1,376 @@
+"""The project index: module summaries linked across files.
+
+Modules are parsed on demand (a base class in ``layers/`` is parsed only when a model inherits
+from it), so the analysis scope is the whole engine while the cost stays near the reporting
+scope. Names resolve through imports, aliases, re-exports and star imports; anything that leaves
+the engine package is *external*, and anything that cannot be followed is *unknown* — which the
+checks treat as "cannot prove", never as an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3lint.engine import Engine
+from eagle3lint.findings import FileError
+from eagle3lint.sources import ParseRequest, module_name, parse_module
+from eagle3lint.summary import ClassSummary, FunctionSummary, ModuleSummary
+
+
+@dataclass(frozen=True)
+class ClassRef:
+    module: str
+    qualname: str
+
+    def __str__(self) -> str:
+        return f"{self.module}.{self.qualname}"
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    module: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ModuleRef:
+    module: str
+
+
+@dataclass(frozen=True)
+class External:
+    qualified: str
+
+
+@dataclass(frozen=True)
+class Unknown:
+    reason: str
+
+
+Resolved = ClassRef | FunctionRef | ModuleRef | External | Unknown
+
+
+@dataclass
+class MemberLookup:
+    status: str  # "found" | "missing" | "unknown"
+    owner: ClassRef | None = None
+    kind: str = ""  # "method" | "property" | "class_attr" | "instance_attr" | "getattr"
+    function: FunctionSummary | None = None
+    reason: str = ""
+    via_getattr: str | None = None  # attribute that __getattr__ forwards to
+
+
+@dataclass
+class Mro:
+    classes: list[ClassRef] = field(default_factory=list)
+    unknown_bases: list[str] = field(default_factory=list)
+
+
+# A summary source lets the cache or a process pool supply parsed modules.
+SummaryProvider = Callable[[list[ParseRequest]], list[ModuleSummary | FileError]]
+
+
+def _serial_provider(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
+    return [parse_module(r) for r in requests]
+
+
+class ProjectIndex:
+    def __init__(
+        self,
+        engine: Engine,
+        walk_names: frozenset[str],
+        needles: tuple[bytes, ...],
+        provider: SummaryProvider | None = None,
+    ) -> None:
+        self.engine = engine
+        self.walk_names = walk_names
+        self.needles = needles
+        self.provider = provider or _serial_provider
+        self.modules: dict[str, ModuleSummary | None] = {}
+        self.errors: dict[str, FileError] = {}
+        self._mro_cache: dict[ClassRef, Mro] = {}
+
+    # ---- loading -----------------------------------------------------------------------
+    def request_for(self, path: Path) -> ParseRequest:
+        name, is_package = module_name(self.engine.root, path)
+        return ParseRequest(str(path), name, is_package, self.walk_names, self.needles)
+
+    def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:
+        requests = []
+        for path in paths:
+            request = self.request_for(path)
+            if request.module not in self.modules:
+                requests.append(request)
+        loaded = []
+        for request, result in zip(requests, self.provider(requests)):
+            if isinstance(result, FileError):
+                self.errors[result.path] = result
+                self.modules[request.module] = None
+            else:
+                self.modules[request.module] = result
+                loaded.append(result)
+        return loaded
+
+    def _path_for(self, module: str) -> Path | None:
+        if not module.startswith(self.engine.pack.package + ".") and module != self.engine.pack.package:
+            return None
+        base = self.engine.source_root.joinpath(*module.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py"):
+            if candidate.is_file():
+                return candidate
+        return None
+
+    def module(self, name: str) -> ModuleSummary | None:
+        if name in self.modules:
+            return self.modules[name]
+        path = self._path_for(name)
+        if path is None:
+            self.modules[name] = None
+            return None
+        self.load_files([path])
+        return self.modules.get(name)
+
+    def is_module(self, name: str) -> bool:
+        return self.module(name) is not None or (
+            name.startswith(self.engine.pack.package)
+            and self.engine.source_root.joinpath(*name.split(".")).is_dir()
+        )
+
+    def is_engine_name(self, qualified: str) -> bool:
+        top = qualified.split(".")[0]
+        return top == self.engine.pack.package
+
+    # ---- name resolution -----------------------------------------------------------------
+    def resolve(self, module: str, dotted_name: str, _depth: int = 0) -> Resolved:
+        """Resolve ``dotted_name`` as written in ``module``."""
+        if _depth > 24:
+            return Unknown(f"import cycle while resolving {dotted_name}")
+        head, _, rest = dotted_name.partition(".")
+        first = self._resolve_in_module(module, head, _depth)
+        if not rest or isinstance(first, (External, Unknown)):
+            if isinstance(first, External) and rest:
+                return External(f"{first.qualified}.{rest}")
+            return first
+        return self._resolve_attribute_chain(first, rest.split("."), _depth)
+
+    def _resolve_attribute_chain(self, start: Resolved, parts: list[str], depth: int) -> Resolved:
+        current = start
+        for part in parts:
+            if isinstance(current, ModuleRef):
+                current = self._resolve_in_module(current.module, part, depth + 1)
+            elif isinstance(current, ClassRef):
+                nested = f"{current.qualname}.{part}"
+                summary = self.module(current.module)
+                if summary and nested in summary.classes:
+                    current = ClassRef(current.module, nested)
+                else:
+                    return Unknown(f"attribute {part} of class {current}")
+            elif isinstance(current, External):
+                current = External(f"{current.qualified}.{part}")
+            else:
+                return current
+        return current
+
+    def resolve_qualified(self, qualified: str, depth: int = 0) -> Resolved:
+        """Resolve a fully qualified ``pkg.mod.Name`` (an import target)."""
+        if not self.is_engine_name(qualified):
+            return External(qualified)
+        if self.module(qualified) is not None:
+            return ModuleRef(qualified)
+        parent, _, name = qualified.rpartition(".")
+        if not parent:
+            return ModuleRef(qualified) if self.is_module(qualified) else Unknown(f"module {qualified} not found")
+        if self.module(parent) is None:
+            if self.is_module(qualified):
+                return ModuleRef(qualified)
+            outer = self.resolve_qualified(parent, depth + 1)
+            if isinstance(outer, ClassRef):
+                return self._resolve_attribute_chain(outer, [name], depth)
+            return Unknown(f"module {parent} not found in the engine tree")
+        return self._resolve_in_module(parent, name, depth + 1)
+
+    def _resolve_in_module(self, module: str, name: str, depth: int) -> Resolved:
+        if depth > 24:
+            return Unknown(f"import cycle while resolving {name}")
+        summary = self.module(module)
+        if summary is None:
+            candidate = f"{module}.{name}"
+            if self.is_module(candidate):
+                return ModuleRef(candidate)
+            err = self.errors.get(str(self._path_for(module)))
+            if err is not None:
+                return Unknown(f"{module} could not be parsed")
+            return Unknown(f"module {module} not found")
+        if name in summary.classes:
+            return ClassRef(module, name)
+        if name in summary.aliases:
+            target = summary.aliases[name]
+            if target.split(".")[0] != name:
+                return self.resolve(module, target, depth + 1)
+        if name in summary.imports:
+            return self.resolve_qualified(summary.imports[name], depth + 1)
+        if name in summary.functions:
+            return FunctionRef(module, name)
+        submodule = f"{module}.{name}"
+        if summary.is_package and self.is_module(submodule):
+            return ModuleRef(submodule)
+        for star in summary.star_imports:
+            if self.is_engine_name(star):
+                found = self._resolve_in_module(star, name, depth + 1)
+                if not isinstance(found, Unknown):
+                    return found
+            else:
+                return Unknown(f"{name} may come from 'from {star} import *'")
+        if name in dir(__builtins__) or name in ("object",):
+            return External(f"builtins.{name}")
+        return Unknown(f"name {name} not defined in {module}")
+
+    # ---- classes ---------------------------------------------------------------------------
+    def class_summary(self, ref: ClassRef) -> ClassSummary | None:
+        summary = self.module(ref.module)
+        return summary.classes.get(ref.qualname) if summary else None
+
+    def module_of(self, ref: ClassRef) -> ModuleSummary | None:
+        return self.module(ref.module)
+
+    def bases(self, ref: ClassRef) -> list[Resolved]:
+        cls = self.class_summary(ref)
+        if cls is None:
+            return []
+        # Nested classes resolve names in their module, like Python does at class-creation time.
+        return [self.resolve(ref.module, base) for base in cls.bases]
+
+    def mro(self, ref: ClassRef) -> Mro:
+        cached = self._mro_cache.get(ref)
+        if cached is not None:
+            return cached
+        result = Mro()
+        self._mro_cache[ref] = result  # guards against inheritance cycles
+        seen: set[ClassRef] = set()
+
+        def visit(current: ClassRef) -> None:
+            if current in seen:
+                return
+            seen.add(current)
+            result.classes.append(current)
+            for base in self.bases(current):
+                if isinstance(base, ClassRef):
+                    visit(base)
+                elif isinstance(base, External):
+                    if not self.engine.pack.is_external_without_members(base.qualified):
+                        result.unknown_bases.append(base.qualified)
+                elif isinstance(base, Unknown):
+                    result.unknown_bases.append(base.reason)
+                else:
+                    result.unknown_bases.append(f"{base} is not a class")
+
+        visit(ref)
+        # Depth-first, left-to-right, then moved so a shared base comes after all its subclasses
+        # (the C3 order for the diamond shapes model code uses).
+        result.classes = _c3_like(result.classes, self)
+        return result
+
+    def lookup(self, ref: ClassRef, member: str) -> MemberLookup:
+        mro = self.mro(ref)
+        for current in mro.classes:
+            cls = self.class_summary(current)
+            if cls is None:
+                continue
+            if member in cls.methods:
+                fn = cls.methods[member]
+                kind = "property" if fn.is_property else "method"
+                return MemberLookup("found", current, kind, fn)
+            if member in cls.class_attrs:
+                return MemberLookup("found", current, "class_attr")
+            if member in cls.instance_attrs:
+                return MemberLookup("found", current, "instance_attr")
+        if mro.unknown_bases:
+            return MemberLookup("unknown", reason="unresolved base " + ", ".join(mro.unknown_bases))
+        for current in mro.classes:
+            cls = self.class_summary(current)
+            if cls is not None and "__getattr__" in cls.methods:
+                forward = cls.methods["__getattr__"]
+                attrs = sorted({attr for attr, _ in forward.self_chains} | _getattr_targets(forward))
+                return MemberLookup(
+                    "unknown" if not attrs else "getattr",
+                    current,
+                    "getattr",
+                    forward,
+                    reason="__getattr__" if not attrs else "",
+                    via_getattr=attrs[0] if attrs else None,
+                )
+        return MemberLookup("missing")
+
+    def attribute_classes(self, ref: ClassRef, attr: str, _depth: int = 0) -> list[Resolved]:
+        """What ``self.<attr>`` holds in instances of ``ref``: the last ``__init__`` assignment
+        along the MRO (subclasses rebuild ``self.model``), or a property returning another attr."""
+        if _depth > 8:
+            return [Unknown("attribute chain too deep")]
+        for current in self.mro(ref).classes:
+            cls = self.class_summary(current)
+            if cls is None:
+                continue
+            fn = cls.methods.get(attr)
+            if fn is not None and fn.is_property:
+                if fn.returns_self_attr:
+                    return self.attribute_classes(ref, fn.returns_self_attr, _depth + 1)
+                return [Unknown(f"property {attr} returns a computed value")]
+            entry = cls.instance_attrs.get(attr)
+            if entry is not None and entry.constructions:
+                last_line = max(c.lineno for c in entry.constructions)
+                out: list[Resolved] = []
+                for construction in entry.constructions:
+                    if construction.lineno != last_line:
+                        continue
+                    if construction.callee.startswith("self."):
+                        inner = construction.callee[len("self.") :]
+                        if "." not in inner:
+                            out.extend(self.attribute_classes(ref, inner, _depth + 1))
+                        else:
+                            out.append(self._attribute_path(ref, inner, _depth + 1))
+                    else:
+                        out.append(self.resolve(current.module, construction.callee))
+                return out
+            if entry is not None:
+                return [Unknown(f"self.{attr} is not assigned a constructed object")]
+        return []
+
+    def _attribute_path(self, ref: ClassRef, path: str, depth: int) -> Resolved:
+        """``self.language_model.model`` -> the class of ``model`` inside the language model."""
+        parts = path.split(".")
+        holders: list[Resolved] = [ref]
+        for part in parts:
+            next_holders: list[Resolved] = []
+            for holder in holders:
+                if isinstance(holder, ClassRef):
+                    next_holders.extend(self.attribute_classes(holder, part, depth + 1))
+            if not next_holders:
+                return Unknown(f"cannot follow self.{path}")
+            holders = next_holders
+        return holders[-1]
+
+
+def _getattr_targets(fn: FunctionSummary) -> set[str]:
+    """Attributes a ``__getattr__`` may forward to (``getattr(self.language_model, name)``)."""
+    return set(fn.self_reads)
+
+
+def _c3_like(order: list[ClassRef], index: ProjectIndex) -> list[ClassRef]:
+    """Approximate C3: a class moves after every class that lists it as a (transitive) base."""
+    position = {ref: i for i, ref in enumerate(order)}
+    result = list(order)
+    changed = True
+    passes = 0
+    while changed and passes < len(order):
+        changed = False
+        passes += 1
+        for ref in list(result):
+            for base in index.bases(ref):
+                if isinstance(base, ClassRef) and base in position:
+                    if result.index(base) < result.index(ref):
+                        result.remove(base)
+                        result.insert(result.index(ref) + 1, base)
+                        changed = True
+    return result

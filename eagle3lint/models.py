@@ -1,0 +1,159 @@
+"""Which classes are models, and what kind: target candidate, draft head, or other."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3lint.index import ClassRef, ProjectIndex, Resolved
+from eagle3lint.summary import ClassSummary, ModuleSummary
+
+TARGET = "target"
+EAGLE3_DRAFT = "eagle3-draft"
+DRAFT = "draft"
+OTHER = "other"
+
+
+@dataclass
+class ModelClass:
+    ref: ClassRef
+    path: str
+    summary: ClassSummary
+    kind: str  # TARGET | EAGLE3_DRAFT | DRAFT | OTHER
+    reason: str
+    entry: str  # the name as listed in the registry/EntryClass
+    variant: str | None = None  # platform variant (vLLM)
+    architectures: list[str] = field(default_factory=list)
+
+    @property
+    def role(self) -> str | None:
+        if self.kind == TARGET:
+            return "target"
+        if self.kind in (EAGLE3_DRAFT, DRAFT):
+            return "draft"
+        return None
+
+    def to_json(self) -> dict[str, object]:
+        return {
+            "class": self.ref.qualname,
+            "module": self.ref.module,
+            "path": self.path,
+            "line": self.summary.lineno,
+            "kind": self.kind,
+            "reason": self.reason,
+            "variant": self.variant,
+            "architectures": self.architectures,
+        }
+
+
+@dataclass
+class UnresolvedEntry:
+    module: str
+    path: str
+    name: str
+    reason: str
+
+
+def _has_lm_head(index: ProjectIndex, ref: ClassRef) -> str | None:
+    for current in index.mro(ref).classes:
+        cls = index.class_summary(current)
+        if cls is None:
+            continue
+        for attr in index.engine.pack.lm_head_attributes:
+            if attr in cls.instance_attrs or attr in cls.class_attrs:
+                return attr
+    return None
+
+
+def inner_models(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, ClassRef]]:
+    """Attributes holding another engine model class (``self.language_model = X(...)``),
+    preferred names first."""
+    preferred = index.engine.pack.inner_model_attributes
+    seen: dict[str, ClassRef] = {}
+    attrs: list[str] = []
+    for current in index.mro(ref).classes:
+        cls = index.class_summary(current)
+        if cls is None:
+            continue
+        for attr, entry in cls.instance_attrs.items():
+            if attr not in attrs and (entry.constructions or attr in preferred):
+                attrs.append(attr)
+        for name, fn in cls.methods.items():
+            if fn.is_property and fn.returns_self_attr and name not in attrs:
+                attrs.append(name)
+    ordered = sorted(attrs, key=lambda a: (preferred.index(a) if a in preferred else len(preferred), attrs.index(a)))
+    for attr in ordered:
+        for held in index.attribute_classes(ref, attr):
+            if isinstance(held, ClassRef) and held != ref and attr not in seen:
+                seen[attr] = held
+    return list(seen.items())
+
+
+def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0) -> tuple[str, str]:
+    pack = index.engine.pack
+    name = ref.qualname.rsplit(".", 1)[-1]
+    if pack.eagle3_draft_pattern.search(name):
+        return EAGLE3_DRAFT, f"EAGLE-3 draft head (name matches {pack.eagle3_draft_pattern.pattern!r})"
+    if pack.draft_pattern.search(name):
+        return DRAFT, f"draft head for EAGLE/MTP (name matches {pack.draft_pattern.pattern!r})"
+    for other in pack.other_patterns:
+        if other.pattern.search(name):
+            return OTHER, other.reason
+    head = _has_lm_head(index, ref)
+    if head:
+        return TARGET, f"generative model (has self.{head})"
+    if _depth < 3:
+        for attr, inner in inner_models(index, ref):
+            inner_kind, _ = classify(index, inner, _depth + 1)
+            if inner_kind == TARGET:
+                return TARGET, f"wrapper around a language model (self.{attr}: {inner.qualname})"
+    if pack.target_name_pattern.search(name):
+        return TARGET, "generative model (by its name; no LM head found statically)"
+    return OTHER, "no LM head or inner language model found"
+
+
+def discover_sglang_models(
+    index: ProjectIndex, modules: list[ModuleSummary]
+) -> tuple[list[ModelClass], list[UnresolvedEntry]]:
+    """Every class named in a module's ``EntryClass``."""
+    found: list[ModelClass] = []
+    unresolved: list[UnresolvedEntry] = []
+    seen: set[tuple[ClassRef, str]] = set()
+    for module in modules:
+        if not module.entry_class:
+            continue
+        for entry in module.entry_class:
+            resolved: Resolved = index.resolve(module.module, entry)
+            if not isinstance(resolved, ClassRef):
+                unresolved.append(UnresolvedEntry(module.module, module.path, entry, _why(resolved)))
+                continue
+            key = (resolved, module.path)
+            if key in seen:
+                continue
+            seen.add(key)
+            cls = index.class_summary(resolved)
+            owner = index.module(resolved.module)
+            if cls is None or owner is None:
+                continue
+            kind, reason = classify(index, resolved)
+            found.append(ModelClass(resolved, owner.path, cls, kind, reason, entry))
+    return found, unresolved
+
+
+def _why(resolved: Resolved) -> str:
+    reason = getattr(resolved, "reason", None)
+    if reason:
+        return str(reason)
+    qualified = getattr(resolved, "qualified", None)
+    if qualified:
+        return f"names {qualified}, outside the engine"
+    return f"is not a class ({type(resolved).__name__})"
+
+
+def in_scope(path: str, scope: list[Path]) -> bool:
+    resolved = Path(path).resolve()
+    for item in scope:
+        target = item.resolve()
+        if resolved == target or target in resolved.parents:
+            return True
+    return False

@@ -1,0 +1,125 @@
+"""Fetching a published engine release's source into a user cache (``--release sglang==0.5.9``).
+
+Only the ``.py`` files of the engine package are unpacked: a vLLM wheel is ~330 MB, its Python
+source ~60 MB. The cache is an LRU of releases bounded by ``EAGLE3LINT_MAX_RELEASES`` (default 8).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+
+from eagle3lint.errors import ReleaseFetchError, UsageError
+from eagle3lint.rulepack import ENGINES
+
+_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z_-]+)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
+_COMPLETE = ".eagle3lint-complete"
+DEFAULT_MAX_RELEASES = 8
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("EAGLE3LINT_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    base = Path(xdg) if xdg else Path.home() / ".cache"
+    return base / "eagle3lint"
+
+
+def parse_release_spec(spec: str) -> tuple[str, str]:
+    match = _SPEC_RE.match(spec.strip())
+    if not match:
+        raise UsageError(f"--release {spec!r}: expected NAME==VERSION, e.g. sglang==0.5.9")
+    name = match["name"].lower()
+    if name not in ENGINES:
+        raise UsageError(f"--release {spec!r}: unknown engine {name!r}; expected sglang or vllm")
+    return name, match["version"]
+
+
+def _pip_download(name: str, version: str, dest: Path) -> Path:
+    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
+            "--quiet", "--dest", str(dest), f"{name}=={version}"]
+    attempts = [
+        [*base, "--only-binary=:all:"],
+        # A wheel built for another platform still carries the same Python source.
+        [*base, "--only-binary=:all:", "--platform", "manylinux_2_34_x86_64", "--platform",
+         "manylinux_2_28_x86_64", "--platform", "manylinux1_x86_64", "--platform", "any",
+         "--python-version", "3.11", "--implementation", "cp"],
+    ]
+    last_error = ""
+    for command in attempts:
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+        except subprocess.TimeoutExpired:
+            raise ReleaseFetchError(f"downloading {name}=={version} timed out") from None
+        wheels = sorted(dest.glob("*.whl"))
+        if done.returncode == 0 and wheels:
+            return wheels[0]
+        last_error = (done.stderr or done.stdout).strip().splitlines()
+        last_error = last_error[-1] if last_error else f"pip exited with {done.returncode}"
+    if "No matching distribution" in last_error or "Could not find a version" in last_error:
+        raise ReleaseFetchError(f"{name}=={version}: no such release on the package index ({last_error})")
+    raise ReleaseFetchError(f"could not download {name}=={version}: {last_error}")
+
+
+def _unpack_python_sources(wheel: Path, package: str, dest: Path) -> int:
+    count = 0
+    prefix = f"{package}/"
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                if info.filename.startswith(prefix) and info.filename.endswith(".py"):
+                    target = dest / info.filename
+                    if ".." in Path(info.filename).parts:
+                        continue
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(info) as src, open(target, "wb") as out:
+                        shutil.copyfileobj(src, out)
+                    count += 1
+    except zipfile.BadZipFile as exc:
+        raise ReleaseFetchError(f"{wheel.name}: not a valid wheel: {exc}") from exc
+    return count
+
+
+def _evict(releases: Path, keep: Path, limit: int) -> None:
+    entries = [p for p in releases.iterdir() if (p / _COMPLETE).exists() and p != keep]
+    entries.sort(key=lambda p: (p / _COMPLETE).stat().st_mtime)
+    while len(entries) + 1 > limit and entries:
+        shutil.rmtree(entries.pop(0), ignore_errors=True)
+
+
+def fetch_release(spec: str) -> Path:
+    """Return the folder holding the release's package (``.../sglang-0.5.9/sglang``)."""
+    name, version = parse_release_spec(spec)
+    releases = cache_root() / "releases"
+    target = releases / f"{name}-{version}"
+    marker = target / _COMPLETE
+    if marker.exists():
+        os.utime(marker)  # LRU bookkeeping
+        return target / name
+    releases.mkdir(parents=True, exist_ok=True)
+    print(f"eagle3lint: fetching {name}=={version} source into {target} ...", file=sys.stderr)
+    with tempfile.TemporaryDirectory(dir=releases, prefix=".download-") as tmp:
+        tmp_path = Path(tmp)
+        wheel = _pip_download(name, version, tmp_path / "wheel")
+        staging = tmp_path / "src"
+        count = _unpack_python_sources(wheel, name, staging)
+        if count == 0:
+            raise ReleaseFetchError(f"{wheel.name}: holds no {name}/*.py files")
+        (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    try:
+        limit = int(os.environ.get("EAGLE3LINT_MAX_RELEASES", DEFAULT_MAX_RELEASES))
+    except ValueError:
+        limit = DEFAULT_MAX_RELEASES
+    _evict(releases, target, max(limit, 1))
+    return target / name

@@ -1,0 +1,1 @@
+"""Reporters: one diagnostic model, many output formats."""

@@ -1,0 +1,41 @@
+"""``path:line:col: CODE message`` lines and a one-line summary, like ruff's default output."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, TextIO
+
+from eagle3lint.report.paths import display_path
+
+if TYPE_CHECKING:
+    from eagle3lint.runner import CheckResult
+
+
+def summary_line(result: CheckResult) -> str:
+    counts = Counter(f.severity for f in result.findings)
+    parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts[s]]
+    found = ", ".join(parts) if parts else "no findings"
+    checked = sum(1 for m in result.models if m.role is not None)
+    tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
+    return (
+        f"{result.engine.name} {result.engine.version}: {found} "
+        f"({checked} model classes checked){tail}"
+    )
+
+
+def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+    for finding in result.findings:
+        variant = f" [{finding.variant}]" if finding.variant else ""
+        out.write(
+            f"{display_path(finding.path)}:{finding.line}:{finding.column}: "
+            f"{finding.code}{variant} {finding.message}\n"
+        )
+    if verbose:
+        for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
+            variant = f" [{model.variant}]" if model.variant else ""
+            out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}\n")
+        for entry in result.unresolved:
+            out.write(f"  unresolved    {entry.name} in {display_path(entry.path)}: {entry.reason}\n")
+        for note in result.notes:
+            out.write(f"  note: {note}\n")
+    out.write(summary_line(result) + "\n")

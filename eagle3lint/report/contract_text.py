@@ -1,0 +1,49 @@
+"""``eagle3lint contract`` as text: members, roles, guards and every call site."""
+
+from __future__ import annotations
+
+from typing import TextIO
+
+from eagle3lint.contract import Contract
+
+
+def write_contract_text(contract: Contract, out: TextIO) -> None:
+    engine = contract.engine
+    out.write(f"{engine.name} {engine.version} at {engine.root}\n")
+    out.write(f"scanned {contract.scanned_files} engine files outside the models folders\n\n")
+    for member in contract.members.values():
+        if not member.known:
+            continue
+        _write_member(member, out)
+    unknown = contract.unknown_members()
+    if unknown:
+        out.write("unknown members (touched on model objects, not in the rule pack):\n")
+        for member in unknown:
+            _write_member(member, out, indent="  ")
+    for key, value in contract.extra.items():
+        out.write(f"{key}: {value}\n")
+
+
+def _write_member(member, out: TextIO, indent: str = "") -> None:  # type: ignore[no-untyped-def]
+    if not member.sites:
+        out.write(f"{indent}{member.name} ({member.kind}): not used by this engine version\n\n")
+        return
+    roles = []
+    for role in ("target", "draft"):
+        guard = member.strongest_guard(role)
+        if guard:
+            state = {"none": "unguarded", "error": "guarded-with-error", "fallback": "guarded-with-fallback"}[guard]
+            required = "required" if guard != "fallback" else "optional"
+            roles.append(f"{role}: {state} ({required})")
+    if not roles:
+        roles.append("probed only")
+    out.write(f"{indent}{member.name} ({member.kind}): {'; '.join(roles)}\n")
+    for site in member.sites:
+        call = f"({site.positional_args} args)" if site.access == "call" else ""
+        branch = f" [{site.branch}]" if site.branch else ""
+        guard = "probe" if site.access == "probe" else site.guard
+        out.write(
+            f"{indent}  {site.path}:{site.line}  {site.function}  {site.receiver}.{site.member}{call}"
+            f"  {site.role} {site.access} {guard}{branch}\n"
+        )
+    out.write("\n")

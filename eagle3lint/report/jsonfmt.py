@@ -1,0 +1,39 @@
+"""The stable JSON shape (``"version": 1``) later tools build on."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from eagle3lint.runner import CheckResult
+
+SCHEMA_VERSION = 1
+
+
+def result_to_json(result: CheckResult) -> dict[str, Any]:
+    by_kind = Counter(m.kind for m in result.models)
+    by_severity = Counter(f.severity for f in result.findings)
+    by_code = Counter(f.code for f in result.findings)
+    return {
+        "version": SCHEMA_VERSION,
+        "engine": result.engine.to_json(),
+        "findings": [f.to_json() for f in result.findings],
+        "summary": {
+            "findings": len(result.findings),
+            "by_severity": dict(sorted(by_severity.items())),
+            "by_code": dict(sorted(by_code.items())),
+            "models": len(result.models),
+            "models_by_kind": dict(sorted(by_kind.items())),
+            "unresolved_entries": len(result.unresolved),
+            "errors": len(result.errors),
+        },
+        "models": [m.to_json() for m in result.models],
+        "errors": [e.to_json() for e in result.errors],
+    }
+
+
+def write_json(result: CheckResult, out: TextIO) -> None:
+    json.dump(result_to_json(result), out, indent=2)
+    out.write("\n")

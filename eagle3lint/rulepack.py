@@ -1,0 +1,164 @@
+"""Declarative per-engine knowledge (``rules/<engine>.toml``): members, roles, classification."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sys
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from eagle3lint.errors import UsageError
+
+ENGINES = ("sglang", "vllm")
+
+
+def rules_dir() -> Path:
+    """The ``rules/`` folder: inside the installed wheel, or beside the package in a checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "rules", here.parent / "rules"):
+        if candidate.is_dir():
+            return candidate
+    raise UsageError(f"rule packs not found next to {here} (broken installation?)")
+
+
+@dataclass(frozen=True)
+class MemberSpec:
+    name: str
+    kind: str  # "method" | "attribute"
+    role: str  # default role when the receiver does not say: "target" | "draft"
+    summary: str
+    template: str | None = None
+    companions: tuple[str, ...] = ()
+    former_names: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class OtherPattern:
+    pattern: re.Pattern[str]
+    reason: str
+
+
+@dataclass(frozen=True)
+class RulePack:
+    engine: str
+    package: str
+    marker: str
+    models: tuple[str, ...]
+    version_files: tuple[str, ...]
+    model_receiver: re.Pattern[str]
+    unknown_member_pattern: re.Pattern[str]
+    scan_needles: tuple[str, ...]
+    inner_model_attributes: tuple[str, ...]
+    external_bases_without_members: tuple[str, ...]
+    role_words: dict[str, tuple[str, ...]]
+    eagle3_branch_markers: tuple[str, ...]
+    members: dict[str, MemberSpec]
+    eagle3_draft_pattern: re.Pattern[str]
+    draft_pattern: re.Pattern[str]
+    other_patterns: tuple[OtherPattern, ...]
+    lm_head_attributes: tuple[str, ...]
+    target_name_pattern: re.Pattern[str]
+    raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    digest: str = ""
+
+    def role_of_receiver(self, receiver: str, member: str) -> str:
+        lowered = receiver.lower()
+        for role, words in self.role_words.items():
+            if any(word in lowered for word in words):
+                return role
+        spec = self.members.get(member)
+        return spec.role if spec else "target"
+
+    def is_external_without_members(self, qualified: str) -> bool:
+        top = qualified.split(".")[0]
+        return top in self.external_bases_without_members or qualified in ("object", "Protocol")
+
+
+def _compile(pack_path: Path, key: str, pattern: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern)
+    except re.error as exc:
+        raise UsageError(f"{pack_path}: '{key}' is not a valid regular expression: {exc}") from exc
+
+
+def _require(pack_path: Path, data: dict[str, Any], key: str, kind: type) -> Any:
+    if key not in data:
+        raise UsageError(f"{pack_path}: missing required key '{key}'")
+    value = data[key]
+    if not isinstance(value, kind):
+        raise UsageError(f"{pack_path}: '{key}' must be a {kind.__name__}")
+    return value
+
+
+def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
+    members: dict[str, MemberSpec] = {}
+    for entry in _require(pack_path, data, "member", list):
+        name = entry.get("name")
+        if not isinstance(name, str):
+            raise UsageError(f"{pack_path}: a [[member]] lacks a string 'name'")
+        kind = entry.get("kind", "method")
+        role = entry.get("role", "target")
+        if kind not in ("method", "attribute"):
+            raise UsageError(f"{pack_path}: member {name}: kind must be 'method' or 'attribute'")
+        if role not in ("target", "draft"):
+            raise UsageError(f"{pack_path}: member {name}: role must be 'target' or 'draft'")
+        members[name] = MemberSpec(
+            name=name,
+            kind=kind,
+            role=role,
+            summary=entry.get("summary", ""),
+            template=entry.get("template"),
+            companions=tuple(entry.get("companions", ())),
+            former_names=tuple(entry.get("former_names", ())),
+        )
+    classify = data.get("classify", {})
+    others = tuple(
+        OtherPattern(_compile(pack_path, "classify.other", o["pattern"]), o["reason"])
+        for o in classify.get("other", [])
+    )
+    roles = data.get("roles", {})
+    return RulePack(
+        engine=_require(pack_path, data, "engine", str),
+        package=_require(pack_path, data, "package", str),
+        marker=_require(pack_path, data, "marker", str),
+        models=tuple(_require(pack_path, data, "models", list)),
+        version_files=tuple(data.get("version_files", [])),
+        model_receiver=_compile(pack_path, "model_receiver", _require(pack_path, data, "model_receiver", str)),
+        unknown_member_pattern=_compile(pack_path, "unknown_member_pattern", data.get("unknown_member_pattern", "(?!)")),
+        scan_needles=tuple(data.get("scan_needles", [])),
+        inner_model_attributes=tuple(data.get("inner_model_attributes", [])),
+        external_bases_without_members=tuple(data.get("external_bases_without_members", [])),
+        role_words={role: tuple(words) for role, words in roles.items()},
+        eagle3_branch_markers=tuple(data.get("branches", {}).get("eagle3", [])),
+        members=members,
+        eagle3_draft_pattern=_compile(pack_path, "classify.eagle3_draft", classify.get("eagle3_draft", "(?!)")),
+        draft_pattern=_compile(pack_path, "classify.draft", classify.get("draft", "(?!)")),
+        other_patterns=others,
+        lm_head_attributes=tuple(classify.get("lm_head_attributes", ["lm_head"])),
+        target_name_pattern=_compile(pack_path, "classify.target_name", classify.get("target_name", "(?!)")),
+        raw=data,
+        digest=digest,
+    )
+
+
+@cache
+def load_pack(engine: str) -> RulePack:
+    if engine not in ENGINES:
+        raise UsageError(f"unknown engine {engine!r}; expected one of: {', '.join(ENGINES)}")
+    pack_path = rules_dir() / f"{engine}.toml"
+    try:
+        raw = pack_path.read_bytes()
+        data = tomllib.loads(raw.decode("utf-8"))
+    except OSError as exc:
+        raise UsageError(f"{pack_path}: cannot read rule pack: {exc}") from exc
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{pack_path}: invalid TOML: {exc}") from exc
+    return parse_pack(pack_path, data, hashlib.sha256(raw).hexdigest()[:16])

@@ -1,0 +1,105 @@
+"""Reading and parsing engine files, turning every way a file can be bad into a FileError."""
+
+from __future__ import annotations
+
+import ast
+import os
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from eagle3lint.findings import FileError
+from eagle3lint.summary import ModuleSummary, summarize
+
+
+@dataclass(frozen=True)
+class ParseRequest:
+    path: str
+    module: str
+    is_package: bool
+    walk_names: frozenset[str]
+    needles: tuple[bytes, ...]
+
+
+def read_source(path: str) -> bytes | FileError:
+    try:
+        with open(path, "rb") as handle:
+            return handle.read()
+    except FileNotFoundError:
+        return FileError(path, "file vanished before it could be read")
+    except IsADirectoryError:
+        return FileError(path, "is a directory, not a Python file")
+    except PermissionError:
+        return FileError(path, "cannot be read: permission denied")
+    except OSError as exc:
+        return FileError(path, f"cannot be read: {exc.strerror or exc}")
+
+
+def decode_source(path: str, data: bytes) -> str | FileError:
+    """Decode per PEP 263 (coding cookie or UTF-8), with a message naming the bad byte."""
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return FileError(path, f"bad encoding declaration: {exc}")
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        return FileError(
+            path,
+            f"not valid {encoding}: byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            f"({exc.reason}); save the file as UTF-8",
+        )
+    except LookupError:
+        return FileError(path, f"unknown source encoding {encoding!r}")
+
+
+def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
+    data = read_source(request.path)
+    if isinstance(data, FileError):
+        return data
+    text = decode_source(request.path, data)
+    if isinstance(text, FileError):
+        return text
+    try:
+        with warnings.catch_warnings():
+            # Engine code is full of invalid escape sequences; they are not our findings.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text, filename=request.path)
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        return FileError(request.path, f"syntax error at {where}: {exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
+    walk_all = any(n in data for n in request.needles)
+    return summarize(
+        tree,
+        module=request.module,
+        path=request.path,
+        is_package=request.is_package,
+        walk_names=request.walk_names,
+        walk_all_methods=walk_all,
+        line_count=text.count("\n") + 1,
+    )
+
+
+def iter_python_files(root: Path) -> Iterator[Path]:
+    """Every ``*.py`` under ``root``, sorted, not following directory links out of the tree."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield Path(dirpath) / name
+
+
+def module_name(package_root: Path, path: Path) -> tuple[str, bool]:
+    """``sglang/srt/models/llama.py`` -> ("sglang.srt.models.llama", False)."""
+    rel = path.relative_to(package_root.parent).with_suffix("")
+    parts = list(rel.parts)
+    is_package = parts[-1] == "__init__"
+    if is_package:
+        parts = parts[:-1]
+    return ".".join(parts), is_package

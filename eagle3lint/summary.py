@@ -1,0 +1,541 @@
+"""One parsed module reduced to the facts the checks need.
+
+A summary is plain data (picklable, cacheable): the index links summaries across files, so a
+file is parsed once and its syntax tree is dropped straight after. Only the parts of a module
+that can bear on the EAGLE-3 interface are walked (class bodies, ``__init__``, ``__getattr__``,
+properties, methods named like interface members, ``forward``), which keeps the cost close to
+that of parsing alone.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+# Methods whose bodies are always walked, whatever the member list says.
+_ALWAYS_WALK = frozenset({"__init__", "__getattr__", "forward", "__post_init__"})
+
+
+@dataclass
+class Params:
+    """What positional/keyword arguments a function accepts (``self`` excluded)."""
+
+    positional: list[str] = field(default_factory=list)
+    required_positional: int = 0
+    has_varargs: bool = False
+    keyword_only: list[str] = field(default_factory=list)
+    required_keyword_only: list[str] = field(default_factory=list)
+    has_varkw: bool = False
+
+    def accepts_positional(self, count: int) -> bool:
+        if self.required_keyword_only:
+            return False
+        if count < self.required_positional:
+            return False
+        return self.has_varargs or count <= len(self.positional)
+
+    def render(self) -> str:
+        parts = ["self", *self.positional]
+        if self.has_varargs:
+            parts.append("*args")
+        elif self.keyword_only:
+            parts.append("*")
+        parts.extend(self.keyword_only)
+        if self.has_varkw:
+            parts.append("**kwargs")
+        return "(" + ", ".join(parts) + ")"
+
+
+@dataclass
+class FunctionSummary:
+    name: str
+    lineno: int
+    col: int
+    end_lineno: int
+    params: Params
+    is_stub: bool
+    decorators: list[str]
+    # ``self.<attr>`` chains reached in the body: ("language_model", "get_embed_and_head") for
+    # ``self.language_model.get_embed_and_head()``; ("get_language_model()", "x") for calls.
+    self_chains: list[tuple[str, str]] = field(default_factory=list)
+    # ``return self.<attr>`` (properties that expose an inner module).
+    returns_self_attr: str | None = None
+    # Every ``self.<attr>`` read in the body (capture data-flow rules use it).
+    self_reads: set[str] = field(default_factory=set)
+    # Names of functions/methods called in the body (``self.helper()`` -> "helper").
+    calls: set[str] = field(default_factory=set)
+    walked: bool = False
+
+    @property
+    def is_property(self) -> bool:
+        return any(d in ("property", "cached_property", "functools.cached_property") for d in self.decorators)
+
+    @property
+    def is_staticmethod(self) -> bool:
+        return "staticmethod" in self.decorators
+
+
+@dataclass
+class Construction:
+    """The right-hand side of ``self.<attr> = <value>`` when it names something callable."""
+
+    callee: str  # dotted text of the called object: "DeepseekV3ForCausalLM", "nn.Linear"
+    lineno: int
+    # Literal keyword/positional string arguments (``architectures=["X"]``), for registries.
+    literal_args: dict[str, list[str]] = field(default_factory=dict)
+
+
+@dataclass
+class InstanceAttr:
+    name: str
+    lineno: int
+    method: str
+    constructions: list[Construction] = field(default_factory=list)
+
+
+@dataclass
+class ClassSummary:
+    name: str
+    qualname: str
+    lineno: int
+    col: int
+    end_lineno: int
+    bases: list[str]
+    methods: dict[str, FunctionSummary] = field(default_factory=dict)
+    duplicate_methods: list[tuple[str, int, int]] = field(default_factory=list)
+    class_attrs: dict[str, int] = field(default_factory=dict)
+    instance_attrs: dict[str, InstanceAttr] = field(default_factory=dict)
+    decorators: list[str] = field(default_factory=list)
+    # Interface-related attributes assigned on objects other than ``self`` are not tracked.
+
+
+@dataclass
+class ModuleSummary:
+    module: str
+    path: str
+    is_package: bool
+    imports: dict[str, str] = field(default_factory=dict)
+    star_imports: list[str] = field(default_factory=list)
+    classes: dict[str, ClassSummary] = field(default_factory=dict)
+    aliases: dict[str, str] = field(default_factory=dict)
+    functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    entry_class: list[str] | None = None
+    entry_class_line: int = 0
+    # Module-level string/tuple dict literals by variable name (registries).
+    dict_literals: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    line_count: int = 0
+
+
+def dotted(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain; subscripts (``Generic[T]``) drop the index."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        inner = dotted(node.value)
+        return f"{inner}.{node.attr}" if inner else None
+    if isinstance(node, ast.Subscript):
+        return dotted(node.value)
+    if isinstance(node, ast.Call):
+        inner = dotted(node.func)
+        return f"{inner}()" if inner else None
+    return None
+
+
+def _is_stub_body(body: list[ast.stmt]) -> bool:
+    stmts = body
+    if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant):
+        if isinstance(stmts[0].value.value, str):
+            stmts = stmts[1:]
+    if not stmts:
+        return True
+    if len(stmts) != 1:
+        return False
+    only = stmts[0]
+    if isinstance(only, ast.Pass):
+        return True
+    if isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant) and only.value.value is Ellipsis:
+        return True
+    if isinstance(only, ast.Raise) and only.exc is not None:
+        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
+        return dotted(exc) == "NotImplementedError"
+    return False
+
+
+def _params(args: ast.arguments, drop_first: bool) -> Params:
+    positional = [a.arg for a in [*args.posonlyargs, *args.args]]
+    if drop_first and positional:
+        positional = positional[1:]
+    required = len(positional) - len(args.defaults)
+    kwonly = [a.arg for a in args.kwonlyargs]
+    required_kw = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    return Params(
+        positional=positional,
+        required_positional=max(required, 0),
+        has_varargs=args.vararg is not None,
+        keyword_only=kwonly,
+        required_keyword_only=required_kw,
+        has_varkw=args.kwarg is not None,
+    )
+
+
+def _string_list(node: ast.AST) -> list[str] | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [node.value]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        out = []
+        for elt in node.elts:
+            if isinstance(elt, ast.Constant) and isinstance(elt.value, str):
+                out.append(elt.value)
+            else:
+                return None
+        return out
+    return None
+
+
+def _construction(value: ast.AST, lineno: int) -> list[Construction]:
+    """Classes a right-hand side may construct: calls, conditional expressions, ``a or b``."""
+    if isinstance(value, ast.IfExp):
+        return _construction(value.body, lineno) + _construction(value.orelse, lineno)
+    if isinstance(value, ast.BoolOp):
+        out: list[Construction] = []
+        for v in value.values:
+            out.extend(_construction(v, lineno))
+        return out
+    if isinstance(value, ast.Call):
+        callee = dotted(value.func)
+        if callee is None:
+            return []
+        literal: dict[str, list[str]] = {}
+        for kw in value.keywords:
+            if kw.arg:
+                strings = _string_list(kw.value)
+                if strings is not None:
+                    literal[kw.arg] = strings
+                elif isinstance(kw.value, ast.Call) and dotted(kw.value.func):
+                    # with_hf_config(cfg, architectures=[...]) passed as vllm_config=...
+                    for inner in kw.value.keywords:
+                        if inner.arg:
+                            inner_strings = _string_list(inner.value)
+                            if inner_strings is not None:
+                                literal[inner.arg] = inner_strings
+        return [Construction(callee=callee, lineno=lineno, literal_args=literal)]
+    name = dotted(value)
+    if name is not None and name.startswith("self."):
+        # ``self.model = self.language_model``: an alias of another attribute.
+        return [Construction(callee=name, lineno=lineno)]
+    return []
+
+
+class _BodyWalker(ast.NodeVisitor):
+    """Collects self-chains, self reads, calls and ``self.x = ...`` assignments of one function."""
+
+    def __init__(self, self_name: str) -> None:
+        self.self_name = self_name
+        self.chains: list[tuple[str, str]] = []
+        self.reads: set[str] = set()
+        self.calls: set[str] = set()
+        self.assigns: list[tuple[str, int, ast.AST | None]] = []
+        self.returns_self_attr: str | None = None
+
+    def _self_attr(self, node: ast.AST) -> str | None:
+        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+            if node.value.id == self.self_name:
+                return node.attr
+        return None
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        attr = self._self_attr(node)
+        if attr is not None:
+            if isinstance(node.ctx, ast.Load):
+                self.reads.add(attr)
+            return
+        inner = node.value
+        inner_attr = self._self_attr(inner)
+        if inner_attr is not None:
+            self.chains.append((inner_attr, node.attr))
+            self.reads.add(inner_attr)
+            return
+        if isinstance(inner, ast.Call):
+            call_attr = self._self_attr(inner.func)
+            if call_attr is not None:
+                self.chains.append((call_attr + "()", node.attr))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        func = node.func
+        if isinstance(func, ast.Name):
+            self.calls.add(func.id)
+            if func.id == "getattr" and len(node.args) >= 2:
+                target = self._self_attr(node.args[0])
+                member = node.args[1]
+                if target is not None and isinstance(member, ast.Constant) and isinstance(member.value, str):
+                    self.chains.append((target, member.value))
+                elif target is not None:
+                    self.chains.append((target, "*"))
+        elif isinstance(func, ast.Attribute):
+            self.calls.add(func.attr)
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        for target in node.targets:
+            self._record_target(target, node.value, node.lineno)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        self._record_target(node.target, node.value, node.lineno)
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        self._record_target(node.target, None, node.lineno)
+        self.generic_visit(node)
+
+    def _record_target(self, target: ast.AST, value: ast.AST | None, lineno: int) -> None:
+        attr = self._self_attr(target)
+        if attr is not None:
+            self.assigns.append((attr, lineno, value))
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for elt in target.elts:
+                self._record_target(elt, None, lineno)
+
+    def visit_Return(self, node: ast.Return) -> None:
+        if node.value is not None and self.returns_self_attr is None:
+            self.returns_self_attr = self._self_attr(node.value)
+        self.generic_visit(node)
+
+    # Nested functions and classes have their own ``self``; lambdas keep ours.
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        return
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        return
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        return
+
+
+def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[str]:
+    names = []
+    for dec in node.decorator_list:
+        target = dec.func if isinstance(dec, ast.Call) else dec
+        name = dotted(target)
+        if name:
+            names.append(name)
+    return names
+
+
+def _summarize_function(
+    node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, walk: bool
+) -> tuple[FunctionSummary, list[tuple[str, int, ast.AST | None]]]:
+    decorators = _decorator_names(node)
+    drop_first = is_method and "staticmethod" not in decorators
+    params = _params(node.args, drop_first)
+    summary = FunctionSummary(
+        name=node.name,
+        lineno=node.lineno,
+        col=node.col_offset,
+        end_lineno=node.end_lineno or node.lineno,
+        params=params,
+        is_stub=_is_stub_body(node.body),
+        decorators=decorators,
+    )
+    assigns: list[tuple[str, int, ast.AST | None]] = []
+    if walk:
+        all_args = [*node.args.posonlyargs, *node.args.args]
+        self_name = all_args[0].arg if (drop_first and all_args) else "self"
+        walker = _BodyWalker(self_name)
+        for stmt in node.body:
+            walker.visit(stmt)
+        summary.self_chains = walker.chains
+        summary.self_reads = walker.reads
+        summary.calls = walker.calls
+        summary.returns_self_attr = walker.returns_self_attr
+        summary.walked = True
+        assigns = walker.assigns
+    return summary, assigns
+
+
+class _ModuleBuilder:
+    def __init__(self, module: str, path: str, is_package: bool, walk_names: frozenset[str], text_needles: frozenset[str]) -> None:
+        self.summary = ModuleSummary(module=module, path=path, is_package=is_package)
+        self.walk_names = walk_names | _ALWAYS_WALK
+        # Attributes worth finding in any method of this file (e.g. ``hot_token_id``).
+        self.text_needles = text_needles
+
+    def resolve_relative(self, level: int, name: str | None) -> str:
+        parts = self.summary.module.split(".")
+        if not self.summary.is_package:
+            parts = parts[:-1]
+        if level > 1:
+            parts = parts[: len(parts) - (level - 1)]
+        base = ".".join(parts)
+        if name:
+            return f"{base}.{name}" if base else name
+        return base
+
+    def visit_body(self, body: list[ast.stmt]) -> None:
+        for stmt in body:
+            self.visit_stmt(stmt)
+
+    def visit_stmt(self, stmt: ast.stmt) -> None:
+        s = self.summary
+        if isinstance(stmt, ast.Import):
+            for alias in stmt.names:
+                if alias.asname:
+                    s.imports[alias.asname] = alias.name
+                else:
+                    top = alias.name.split(".")[0]
+                    s.imports[top] = top
+        elif isinstance(stmt, ast.ImportFrom):
+            base = self.resolve_relative(stmt.level, stmt.module) if stmt.level else (stmt.module or "")
+            for alias in stmt.names:
+                if alias.name == "*":
+                    s.star_imports.append(base)
+                else:
+                    s.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+        elif isinstance(stmt, ast.ClassDef):
+            self.visit_class(stmt, prefix="")
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            fn, _ = _summarize_function(stmt, is_method=False, walk=False)
+            s.functions[stmt.name] = fn
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            self.visit_module_assign(stmt)
+        elif isinstance(stmt, ast.If):
+            self.visit_body(stmt.body)
+            self.visit_body(stmt.orelse)
+        elif isinstance(stmt, ast.Try) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):
+            self.visit_body(stmt.body)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                self.visit_body(handler.body)
+            self.visit_body(stmt.orelse)  # type: ignore[attr-defined]
+            self.visit_body(stmt.finalbody)  # type: ignore[attr-defined]
+
+    def visit_module_assign(self, stmt: ast.Assign | ast.AnnAssign) -> None:
+        s = self.summary
+        targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+        value = stmt.value
+        if value is None:
+            return
+        for target in targets:
+            if not isinstance(target, ast.Name):
+                continue
+            name = target.id
+            if name == "EntryClass":
+                entries: list[str] = []
+                elts = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+                for elt in elts:
+                    d = dotted(elt)
+                    if d:
+                        entries.append(d)
+                s.entry_class = entries
+                s.entry_class_line = stmt.lineno
+                continue
+            if isinstance(value, (ast.Name, ast.Attribute)):
+                d = dotted(value)
+                if d:
+                    s.aliases[name] = d
+            elif isinstance(value, ast.Dict):
+                table: dict[str, list[str]] = {}
+                for k, v in zip(value.keys, value.values):
+                    if isinstance(k, ast.Constant) and isinstance(k.value, str):
+                        strings = _string_list(v)
+                        if strings is not None:
+                            table[k.value] = strings
+                if table:
+                    s.dict_literals[name] = table
+            elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
+                # Merged registries: ``_X = {**_A, **_B}`` are dicts; ``dict(...)`` rarely used.
+                pass
+            if isinstance(value, ast.Dict) and any(k is None for k in value.keys):
+                merged = s.dict_literals.setdefault(name, {})
+                for k, v in zip(value.keys, value.values):
+                    if k is None and isinstance(v, ast.Name) and v.id in s.dict_literals:
+                        for key, val in s.dict_literals[v.id].items():
+                            merged.setdefault(key, val)
+
+    def visit_class(self, node: ast.ClassDef, prefix: str) -> None:
+        qualname = f"{prefix}{node.name}"
+        bases = [b for b in (dotted(base) for base in node.bases) if b]
+        cls = ClassSummary(
+            name=node.name,
+            qualname=qualname,
+            lineno=node.lineno,
+            col=node.col_offset,
+            end_lineno=node.end_lineno or node.lineno,
+            bases=bases,
+            decorators=_decorator_names(node),
+        )
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                decorators = _decorator_names(stmt)
+                is_accessor = any(d.endswith(".setter") or d.endswith(".getter") or d.endswith(".deleter") for d in decorators)
+                walk = (
+                    stmt.name in self.walk_names
+                    or "property" in decorators
+                    or "cached_property" in decorators
+                    or bool(self.text_needles)
+                )
+                fn, assigns = _summarize_function(stmt, is_method=True, walk=walk)
+                if stmt.name in cls.methods and not is_accessor and not _is_overload(decorators):
+                    previous = cls.methods[stmt.name]
+                    if not _is_overload(previous.decorators) and not previous.is_property:
+                        cls.duplicate_methods.append((stmt.name, stmt.lineno, previous.lineno))
+                if not is_accessor:
+                    cls.methods[stmt.name] = fn
+                for attr, lineno, value in assigns:
+                    self._record_instance_attr(cls, attr, lineno, stmt.name, value)
+            elif isinstance(stmt, ast.Assign):
+                for target in stmt.targets:
+                    for name in _assigned_names(target):
+                        cls.class_attrs[name] = stmt.lineno
+            elif isinstance(stmt, ast.AnnAssign):
+                for name in _assigned_names(stmt.target):
+                    cls.class_attrs[name] = stmt.lineno
+            elif isinstance(stmt, ast.ClassDef):
+                self.visit_class(stmt, prefix=f"{qualname}.")
+        if prefix == "":
+            self.summary.classes[node.name] = cls
+        else:
+            self.summary.classes[qualname] = cls
+
+    def _record_instance_attr(self, cls: ClassSummary, attr: str, lineno: int, method: str, value: ast.AST | None) -> None:
+        entry = cls.instance_attrs.get(attr)
+        if entry is None:
+            entry = InstanceAttr(name=attr, lineno=lineno, method=method)
+            cls.instance_attrs[attr] = entry
+        if value is not None and method == "__init__":
+            entry.constructions.extend(_construction(value, lineno))
+
+
+def _is_overload(decorators: list[str]) -> bool:
+    return any(d.endswith("overload") for d in decorators)
+
+
+def _assigned_names(target: ast.AST) -> list[str]:
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, (ast.Tuple, ast.List)):
+        out = []
+        for elt in target.elts:
+            out.extend(_assigned_names(elt))
+        return out
+    return []
+
+
+def summarize(
+    tree: ast.Module,
+    module: str,
+    path: str,
+    is_package: bool,
+    walk_names: frozenset[str] = frozenset(),
+    walk_all_methods: bool = False,
+    line_count: int = 0,
+) -> ModuleSummary:
+    """Reduce a parsed module to a :class:`ModuleSummary`.
+
+    ``walk_names`` are method names whose bodies are walked (interface members);
+    ``walk_all_methods`` walks every method, for files that mention an attribute-kind member.
+    """
+    builder = _ModuleBuilder(module, path, is_package, walk_names, frozenset({"*"}) if walk_all_methods else frozenset())
+    builder.visit_body(tree.body)
+    builder.summary.line_count = line_count
+    return builder.summary
