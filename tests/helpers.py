@@ -1,0 +1,38 @@
+"""Shared test helpers: run the CLI as a user would, locate fixtures and real releases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+FIXTURES = REPO / "fixtures"
+
+
+def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eagle3lint", *map(str, args)],
+        capture_output=True,
+        text=True,
+        cwd=cwd,
+        env=env,
+        timeout=600,
+    )
+
+
+def run_json(*args: str | Path, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
+    done = run_cli(*args, "--format", "json", cwd=cwd)
+    try:
+        return done.returncode, json.loads(done.stdout)
+    except json.JSONDecodeError as exc:  # pragma: no cover - shows the output on failure
+        raise AssertionError(f"not JSON (rc={done.returncode}):\n{done.stdout}\n{done.stderr}") from exc
+
+
+def release_root(spec: str) -> Path:
+    """The package folder of a real release, downloaded once into the user cache."""
+    from eagle3lint.releases import fetch_release
+
+    return fetch_release(spec)
