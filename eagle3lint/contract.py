@@ -13,6 +13,7 @@ Every access of an interface member on a model object outside the models folder 
 from __future__ import annotations
 
 import ast
+import dataclasses
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -218,6 +219,7 @@ class _SiteCollector:
         self.rel_path = rel_path
         self.members = members
         self.sites: list[ContractSite] = []
+        self.indent = 0  # column offset of a chunk parsed out of its class
 
     def wants(self, member: str) -> bool:
         return member in self.members or bool(self.pack.unknown_member_pattern.search(member))
@@ -366,7 +368,7 @@ class _SiteCollector:
                 member=member,
                 path=self.rel_path,
                 line=getattr(node, "lineno", 0),
-                column=getattr(node, "col_offset", 0) + 1,
+                column=getattr(node, "col_offset", 0) + 1 + self.indent,
                 function=ctx.function,
                 receiver=receiver,
                 access=access,
@@ -414,6 +416,79 @@ def _in_models(rel_parts: tuple[str, ...], engine: Engine) -> bool:
     return any(rel.startswith(m.rstrip("/") + "/") for m in engine.pack.models)
 
 
+_DEF_RE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)")
+_CLASS_RE = re.compile(r"^([ \t]*)class[ \t]+(\w+)")
+
+
+def _indent_of(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _function_chunks(lines: list[str], hit_lines: list[int]) -> list[tuple[int, int, int, str]] | None:
+    """For each hit line, the innermost enclosing ``def`` as (start, end, indent, qualname).
+
+    Parsing only the functions that mention a member costs a fraction of parsing the whole
+    (often very large) runner and worker files. None asks the caller to parse the whole file
+    (a hit outside any function, or a layout this line-based cut cannot trust).
+    """
+    chunks: dict[int, tuple[int, int, int, str]] = {}
+    for hit in hit_lines:
+        hit_indent = _indent_of(lines[hit])
+        start = None
+        for j in range(hit, -1, -1):
+            match = _DEF_RE.match(lines[j])
+            if match and len(match.group(1)) < hit_indent:
+                start, indent, name = j, len(match.group(1)), match.group(2)
+                break
+        if start is None:
+            return None
+        if start in chunks:
+            continue
+        # Decorators belong to the function; include them so the chunk parses on its own.
+        while start > 0 and lines[start - 1].strip().startswith("@") and _indent_of(lines[start - 1]) == indent:
+            start -= 1
+        end = len(lines)
+        for k in range(start + 1, len(lines)):
+            text = lines[k]
+            stripped = text.strip()
+            if not stripped or stripped.startswith("#"):
+                continue
+            if _indent_of(text) <= indent and (stripped[0].isalpha() or stripped[0] in "_@"):
+                end = k
+                break
+        owner = ""
+        for j in range(start, -1, -1):
+            match = _CLASS_RE.match(lines[j])
+            if match and len(match.group(1)) < indent:
+                owner = match.group(2) + "."
+                break
+        chunks[start] = (start, end, indent, owner + name)
+    ordered = sorted(chunks.values())
+    # A closure inside another hit function is already part of the outer chunk.
+    kept: list[tuple[int, int, int, str]] = []
+    for chunk in ordered:
+        if kept and chunk[0] < kept[-1][1]:
+            continue
+        kept.append(chunk)
+    return kept
+
+
+def _parse_chunk(lines: list[str], start: int, end: int, indent: int) -> ast.Module | None:
+    body = []
+    for line in lines[start:end]:
+        if line.strip() and not line[:indent].isspace() and indent:
+            return None
+        body.append(line[indent:] if line.strip() else "\n")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse("".join(body))
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    ast.increment_lineno(tree, start)
+    return tree
+
+
 def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[ContractSite] | FileError | None:
     """Call sites in one engine file; None when the byte pre-filter rules it out."""
     data = read_source(str(path))
@@ -424,6 +499,20 @@ def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[Co
     text = decode_source(str(path), data)
     if isinstance(text, FileError):
         return text
+    rel = path.relative_to(engine.source_root).as_posix()
+    collector = _SiteCollector(engine, rel, engine.pack.members)
+    lines = text.splitlines(keepends=True)
+    hits = _hit_lines(text, needles)
+    chunks = _function_chunks(lines, hits)
+    if chunks is not None:
+        trees = [(_parse_chunk(lines, a, b, indent), indent, name) for a, b, indent, name in chunks]
+        if all(tree is not None for tree, _, _ in trees):
+            for tree, indent, name in trees:
+                assert tree is not None
+                collector.indent = indent
+                collector.block(tree.body, _Context())
+            _qualify(collector.sites, chunks)
+            return collector.sites
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -432,10 +521,32 @@ def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[Co
         line = getattr(exc, "lineno", None)
         where = f" at line {line}" if line else ""
         return FileError(str(path), f"syntax error{where}: {getattr(exc, 'msg', exc)}")
-    rel = path.relative_to(engine.source_root).as_posix()
-    collector = _SiteCollector(engine, rel, engine.pack.members)
+    collector.indent = 0
     collector.block(tree.body, _Context())
     return collector.sites
+
+
+def _hit_lines(text: str, needles: tuple[bytes, ...]) -> list[int]:
+    pattern = re.compile("|".join(re.escape(n.decode()) for n in needles))
+    hits: list[int] = []
+    line, last = 0, 0
+    for match in pattern.finditer(text):
+        line += text.count("\n", last, match.start())
+        last = match.start()
+        if not hits or hits[-1] != line:
+            hits.append(line)
+    return hits
+
+
+def _qualify(sites: list[ContractSite], chunks: list[tuple[int, int, int, str]]) -> None:
+    """Chunks parse without their class: put ``Class.`` back in front of function names."""
+    for i, site in enumerate(sites):
+        for start, end, _, qualname in chunks:
+            if start < site.line <= end:
+                head = qualname.rsplit(".", 1)[0] if "." in qualname else ""
+                if head and not site.function.startswith(head + "."):
+                    sites[i] = dataclasses.replace(site, function=f"{head}.{site.function}")
+                break
 
 
 def contract_needles(engine: Engine) -> tuple[bytes, ...]:

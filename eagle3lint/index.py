@@ -81,12 +81,10 @@ class ProjectIndex:
         self,
         engine: Engine,
         walk_names: frozenset[str],
-        needles: tuple[bytes, ...],
         provider: SummaryProvider | None = None,
     ) -> None:
         self.engine = engine
         self.walk_names = walk_names
-        self.needles = needles
         self.provider = provider or _serial_provider
         self.modules: dict[str, ModuleSummary | None] = {}
         self.errors: dict[str, FileError] = {}
@@ -95,7 +93,7 @@ class ProjectIndex:
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
         name, is_package = module_name(self.engine.root, path)
-        return ParseRequest(str(path), name, is_package, self.walk_names, self.needles)
+        return ParseRequest(str(path), name, is_package, self.walk_names)
 
     def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:
         requests = []

@@ -69,6 +69,7 @@ def inner_models(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, ClassRef
     """Attributes holding another engine model class (``self.language_model = X(...)``),
     preferred names first."""
     preferred = index.engine.pack.inner_model_attributes
+    pattern = index.engine.pack.inner_model_class_pattern
     seen: dict[str, ClassRef] = {}
     attrs: list[str] = []
     for current in index.mro(ref).classes:
@@ -76,7 +77,13 @@ def inner_models(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, ClassRef
         if cls is None:
             continue
         for attr, entry in cls.instance_attrs.items():
-            if attr not in attrs and (entry.constructions or attr in preferred):
+            if attr in attrs:
+                continue
+            # Resolving a callee may parse its module: only follow ones that can be models.
+            if attr in preferred or any(
+                c.callee.startswith("self.") or pattern.search(c.callee.rsplit(".", 1)[-1])
+                for c in entry.constructions
+            ):
                 attrs.append(attr)
         for name, fn in cls.methods.items():
             if fn.is_property and fn.returns_self_attr and name not in attrs:

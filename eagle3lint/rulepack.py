@@ -66,6 +66,10 @@ class RulePack:
     other_patterns: tuple[OtherPattern, ...]
     lm_head_attributes: tuple[str, ...]
     target_name_pattern: re.Pattern[str]
+    # Classes whose construction may hold a model (``self.language_model = X(...)``).
+    inner_model_class_pattern: re.Pattern[str]
+    # Method bodies walked in full besides the members (data-flow rules need ``forward``).
+    walk_methods: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     digest: str = ""
 
@@ -144,6 +148,8 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         other_patterns=others,
         lm_head_attributes=tuple(classify.get("lm_head_attributes", ["lm_head"])),
         target_name_pattern=_compile(pack_path, "classify.target_name", classify.get("target_name", "(?!)")),
+        inner_model_class_pattern=_compile(pack_path, "inner_model_class", data.get("inner_model_class", ".")),
+        walk_methods=tuple(data.get("walk_methods", [])),
         raw=data,
         digest=digest,
     )

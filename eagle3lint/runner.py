@@ -50,9 +50,12 @@ def model_files(engine: Engine) -> list[Path]:
 
 def build_index(engine: Engine) -> ProjectIndex:
     pack = engine.pack
-    walk = frozenset(pack.members) | frozenset(n for spec in pack.members.values() for n in spec.former_names)
-    needles = tuple(sorted(name.encode() for name, spec in pack.members.items() if spec.kind == "attribute"))
-    return ProjectIndex(engine, walk_names=walk, needles=needles)
+    walk = (
+        frozenset(pack.members)
+        | frozenset(n for spec in pack.members.values() for n in spec.former_names)
+        | frozenset(pack.walk_methods)
+    )
+    return ProjectIndex(engine, walk_names=walk)
 
 
 def run_check(

@@ -19,7 +19,6 @@ class ParseRequest:
     module: str
     is_package: bool
     walk_names: frozenset[str]
-    needles: tuple[bytes, ...]
 
 
 def read_source(path: str) -> bytes | FileError:
@@ -74,14 +73,12 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
         return FileError(request.path, f"syntax error at {where}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
-    walk_all = any(n in data for n in request.needles)
     return summarize(
         tree,
         module=request.module,
         path=request.path,
         is_package=request.is_package,
         walk_names=request.walk_names,
-        walk_all_methods=walk_all,
         line_count=text.count("\n") + 1,
     )
 

@@ -13,7 +13,7 @@ import ast
 from dataclasses import dataclass, field
 
 # Methods whose bodies are always walked, whatever the member list says.
-_ALWAYS_WALK = frozenset({"__init__", "__getattr__", "forward", "__post_init__"})
+_ALWAYS_WALK = frozenset({"__getattr__"})
 
 
 @dataclass
@@ -339,6 +339,10 @@ def _summarize_function(
         decorators=decorators,
     )
     assigns: list[tuple[str, int, ast.AST | None]] = []
+    if not walk and is_method:
+        all_args = [*node.args.posonlyargs, *node.args.args]
+        self_name = all_args[0].arg if (drop_first and all_args) else "self"
+        _collect_self_assigns(node.body, self_name, assigns)
     if walk:
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
@@ -354,12 +358,38 @@ def _summarize_function(
     return summary, assigns
 
 
+def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
+    """``self.x = ...`` at statement level (through if/for/with/try blocks), without descending
+    into expressions: cheap enough to run on every method of every model."""
+    for stmt in body:
+        if isinstance(stmt, ast.Assign):
+            for target in stmt.targets:
+                _self_target(target, stmt.value, stmt.lineno, self_name, out)
+        elif isinstance(stmt, ast.AnnAssign):
+            _self_target(stmt.target, stmt.value, stmt.lineno, self_name, out)
+        elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
+            _collect_self_assigns(stmt.body, self_name, out)
+            _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out)
+        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
+            _collect_self_assigns(stmt.body, self_name, out)  # type: ignore[attr-defined]
+            for handler in stmt.handlers:  # type: ignore[attr-defined]
+                _collect_self_assigns(handler.body, self_name, out)
+            _collect_self_assigns(stmt.orelse, self_name, out)  # type: ignore[attr-defined]
+            _collect_self_assigns(stmt.finalbody, self_name, out)  # type: ignore[attr-defined]
+
+
+def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
+    if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
+        out.append((target.attr, lineno, value))
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            _self_target(elt, None, lineno, self_name, out)
+
+
 class _ModuleBuilder:
-    def __init__(self, module: str, path: str, is_package: bool, walk_names: frozenset[str], text_needles: frozenset[str]) -> None:
+    def __init__(self, module: str, path: str, is_package: bool, walk_names: frozenset[str]) -> None:
         self.summary = ModuleSummary(module=module, path=path, is_package=is_package)
         self.walk_names = walk_names | _ALWAYS_WALK
-        # Attributes worth finding in any method of this file (e.g. ``hot_token_id``).
-        self.text_needles = text_needles
 
     def resolve_relative(self, level: int, name: str | None) -> str:
         parts = self.summary.module.split(".")
@@ -472,7 +502,6 @@ class _ModuleBuilder:
                     stmt.name in self.walk_names
                     or "property" in decorators
                     or "cached_property" in decorators
-                    or bool(self.text_needles)
                 )
                 fn, assigns = _summarize_function(stmt, is_method=True, walk=walk)
                 if stmt.name in cls.methods and not is_accessor and not _is_overload(decorators):
@@ -527,15 +556,15 @@ def summarize(
     path: str,
     is_package: bool,
     walk_names: frozenset[str] = frozenset(),
-    walk_all_methods: bool = False,
     line_count: int = 0,
 ) -> ModuleSummary:
     """Reduce a parsed module to a :class:`ModuleSummary`.
 
-    ``walk_names`` are method names whose bodies are walked (interface members);
-    ``walk_all_methods`` walks every method, for files that mention an attribute-kind member.
+    ``walk_names`` are method names whose bodies are walked in full (interface members,
+    ``forward`` when a rule pack asks for data-flow facts); every other method contributes only
+    its signature and its statement-level ``self.x = ...`` assignments.
     """
-    builder = _ModuleBuilder(module, path, is_package, walk_names, frozenset({"*"}) if walk_all_methods else frozenset())
+    builder = _ModuleBuilder(module, path, is_package, walk_names)
     builder.visit_body(tree.body)
     builder.summary.line_count = line_count
     return builder.summary
