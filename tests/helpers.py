@@ -36,3 +36,23 @@ def release_root(spec: str) -> Path:
     from eagle3lint.releases import fetch_release
 
     return fetch_release(spec)
+
+
+def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write a small engine-shaped tree (paths relative to ``root``); returns ``root``."""
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_text(content)
+    return root
+
+
+SGLANG_SKELETON: dict[str, str | bytes] = {
+    "sglang/__init__.py": "",
+    "sglang/version.py": '__version__ = "9.9.9"\n',
+    "sglang/srt/__init__.py": "",
+    "sglang/srt/models/__init__.py": "",
+}

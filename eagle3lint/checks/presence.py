@@ -8,6 +8,13 @@ from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext, guard_phrase, role_phrase, severity_for
 from eagle3lint.findings import Finding
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET
+from eagle3lint.rulepack import MemberSpec
+
+
+def describe_member(spec: MemberSpec) -> str:
+    if spec.kind == "attribute":
+        return f"`{spec.name}` is {spec.summary}"
+    return f"it {spec.summary}"
 
 
 class MissingTargetMethod(Rule):
@@ -57,8 +64,8 @@ class MissingTargetMethod(Rule):
                     MissingTargetMethod,
                     model,
                     member.name,
-                    f"`{model.summary.name}` lacks `{member.name}`, which the engine calls on the "
-                    f"target model ({guard_phrase(sites)}); it {spec.summary}",
+                    f"`{model.summary.name}` lacks `{member.name}`, which the engine uses on the "
+                    f"target model ({guard_phrase(sites)}); {describe_member(spec)}",
                     sites,
                     severity=severity_for(sites),
                     data={"kind": spec.kind, "call_args": max(s.positional_args for s in sites)},
@@ -106,7 +113,7 @@ class MissingDraftMethod(Rule):
                     model,
                     member.name,
                     f"draft head `{model.summary.name}` lacks `{member.name}`, which the engine uses "
-                    f"on the {algorithm} draft model ({guard_phrase(sites)}); it {spec.summary}",
+                    f"on the {algorithm} draft model ({guard_phrase(sites)}); {describe_member(spec)}",
                     sites,
                     severity=severity_for(sites),
                 )
@@ -214,8 +221,9 @@ class WrapperDelegationGap(Rule):
                         f"the target model ({guard_phrase(sites)})"
                     )
                 else:
+                    through = " (through `__getattr__`)" if state.lookup.kind == "getattr" else ""
                     message = (
-                        f"`{model.summary.name}.{member.name}` forwards to `self.{state.inner_attr}` "
+                        f"`{model.summary.name}.{member.name}`{through} forwards to `self.{state.inner_attr}` "
                         f"({inner}), which lacks it; the engine calls it on the target model "
                         f"({guard_phrase(sites)})"
                     )

@@ -1,0 +1,126 @@
+"""Contract extraction: roles, guards, arities and branches read from engine call sites."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eagle3lint.contract import ContractSite, extract_contract
+from eagle3lint.engine import discover_engine
+from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
+
+GUARDS = '''
+class Runner:
+    def unguarded(self):
+        self.model.set_eagle3_layers_to_capture([1, 2])
+
+    def error_guard(self, model):
+        if not hasattr(model, "set_eagle3_layers_to_capture"):
+            raise ValueError("model lacks the EAGLE-3 interface")
+        model.set_eagle3_layers_to_capture(None)
+
+    def fallback_if(self, target_model):
+        if hasattr(target_model, "get_embed_and_head"):
+            return target_model.get_embed_and_head()
+        return None
+
+    def fallback_getattr(self, model):
+        return getattr(model, "capture_aux_hidden_states", False)
+
+    def try_reraise(self, target_model):
+        try:
+            return target_model.get_embed_and_head()
+        except AttributeError:
+            raise RuntimeError("target must implement get_embed_and_head")
+
+    def try_swallow(self):
+        try:
+            self.draft_runner.model.set_embed(None)
+        except AttributeError:
+            pass
+
+    def and_chain(self):
+        return hasattr(self.draft_runner.model, "load_lm_head_from_target") and self.draft_runner.model.load_lm_head_from_target
+
+    def branches(self, algo):
+        if algo.is_eagle3():
+            self.draft_runner.model.set_embed(None)
+        else:
+            self.draft_runner.model.set_embed_and_head(None, None)
+
+    def not_a_model(self):
+        self.worker.set_eagle3_layers_to_capture()
+        self.model_runner.get_embed_and_head()
+
+    def unknown_member(self, model):
+        model.set_eagle3_mystery_layers([1])
+'''
+
+
+def _sites(tmp_path: Path) -> list[ContractSite]:
+    make_tree(tmp_path, {**SGLANG_SKELETON, "sglang/srt/runner.py": GUARDS})
+    engine = discover_engine([tmp_path / "sglang"])
+    contract = extract_contract(engine)
+    return [s for m in contract.members.values() for s in m.sites]
+
+
+def _site(sites: list[ContractSite], function: str, access: str = "call") -> ContractSite:
+    (site,) = [s for s in sites if s.function == f"Runner.{function}" and s.access == access]
+    return site
+
+
+def test_guard_kinds(tmp_path: Path) -> None:
+    sites = _sites(tmp_path)
+    assert _site(sites, "unguarded").guard == "none"
+    assert _site(sites, "error_guard").guard == "error"
+    assert _site(sites, "error_guard", "probe").access == "probe"
+    assert _site(sites, "fallback_if").guard == "fallback"
+    assert _site(sites, "fallback_getattr", "load").guard == "fallback"
+    assert _site(sites, "try_reraise").guard == "error"
+    assert _site(sites, "try_swallow").guard == "fallback"
+    assert _site(sites, "and_chain", "load").guard == "fallback"
+
+
+def test_roles_arity_and_branches(tmp_path: Path) -> None:
+    sites = _sites(tmp_path)
+    unguarded = _site(sites, "unguarded")
+    assert (unguarded.role, unguarded.positional_args, unguarded.receiver) == ("target", 1, "self.model")
+    assert _site(sites, "fallback_if").role == "target"
+    by_member = {s.member: s for s in sites if s.function == "Runner.branches"}
+    assert by_member["set_embed"].role == "draft"
+    assert by_member["set_embed"].branch == "eagle3"
+    assert by_member["set_embed_and_head"].branch == "not-eagle3"
+    assert by_member["set_embed_and_head"].positional_args == 2
+
+
+def test_receivers_that_are_not_models_are_ignored(tmp_path: Path) -> None:
+    sites = _sites(tmp_path)
+    assert not [s for s in sites if s.function == "Runner.not_a_model"]
+
+
+def test_unknown_members_are_listed(tmp_path: Path) -> None:
+    make_tree(tmp_path, {**SGLANG_SKELETON, "sglang/srt/runner.py": GUARDS})
+    contract = extract_contract(discover_engine([tmp_path / "sglang"]))
+    unknown = {m.name for m in contract.unknown_members()}
+    assert unknown == {"set_eagle3_mystery_layers"}
+    done = run_cli("contract", tmp_path / "sglang")
+    assert "unknown members" in done.stdout and "set_eagle3_mystery_layers" in done.stdout
+
+
+def test_members_the_engine_never_touches_are_not_required() -> None:
+    contract = extract_contract(discover_engine([FIXTURES / "sglang_basic"]))
+    assert contract.members["get_hot_token_id"].sites == []
+    assert {m.name for m in contract.required("target")} == {"set_eagle3_layers_to_capture", "get_embed_and_head"}
+    assert {m.name for m in contract.required("draft")} == {"set_embed", "set_embed_and_head", "hot_token_id"}
+
+
+def test_contract_command_text_and_json() -> None:
+    done = run_cli("contract", FIXTURES / "sglang_basic")
+    assert done.returncode == 0
+    assert "set_eagle3_layers_to_capture (method): target: unguarded (required)" in done.stdout
+    assert "sglang/srt/model_executor/model_runner.py:9" in done.stdout
+    code, data = run_json("contract", FIXTURES / "sglang_basic")
+    members = {m["name"]: m for m in data["members"]}
+    assert members["set_eagle3_layers_to_capture"]["required_for"] == ["target"]
+    assert members["get_embed_and_head_for_draft"]["guard"] == {"target": "fallback"}
+    site = members["get_embed_and_head"]["sites"][0]
+    assert {"path", "line", "function", "receiver", "role", "guard", "positional_args"} <= set(site)

@@ -1,0 +1,103 @@
+"""The synthetic SGLang tree: every rule, inheritance, aliases and each wrapper shape."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.helpers import FIXTURES, run_cli, run_json
+
+TREE = FIXTURES / "sglang_basic"
+EXPECTED = json.loads((TREE / "expected.json").read_text())
+
+
+@pytest.fixture(scope="module")
+def report() -> dict:
+    code, data = run_json("check", TREE)
+    assert code == 1
+    return data
+
+
+def test_reports_exactly_the_expected_findings(report: dict) -> None:
+    got = sorted([f["code"], f["class"], f["method"]] for f in report["findings"])
+    assert got == sorted(EXPECTED["findings"])
+
+
+def test_classifies_each_model(report: dict) -> None:
+    kinds = {m["class"]: m["kind"] for m in report["models"]}
+    for name, kind in EXPECTED["kinds"].items():
+        assert kinds[name] == kind, name
+
+
+def test_json_shape_is_the_stable_schema(report: dict) -> None:
+    assert report["version"] == 1
+    assert set(report["engine"]) == {"name", "version", "root"}
+    assert report["engine"]["name"] == "sglang"
+    assert report["engine"]["version"] == "0.0.1+fixture"
+    assert report["errors"] == []
+    keys = {"code", "rule", "severity", "path", "line", "column", "class", "qualname", "method", "message", "related", "fix"}
+    for finding in report["findings"]:
+        assert keys <= set(finding)
+        for related in finding["related"]:
+            assert set(related) == {"path", "line", "message"}
+
+
+def test_wrapper_finding_names_attribute_inner_class_and_call_sites(report: dict) -> None:
+    (finding,) = [
+        f
+        for f in report["findings"]
+        if f["class"] == "WrapperAttrForConditionalGeneration" and f["method"] == "set_eagle3_layers_to_capture"
+    ]
+    assert "self.language_model" in finding["message"]
+    assert "FixLlamaForCausalLM" in finding["message"]
+    assert finding["severity"] == "error"
+    sites = {(r["path"].rsplit("/", 1)[-1], r["line"]) for r in finding["related"]}
+    assert sites == {("model_runner.py", 9), ("model_runner.py", 13), ("cuda_graph_runner.py", 5)}
+    assert all("unguarded" in r["message"] for r in finding["related"])
+
+
+def test_property_wrapper_names_the_property(report: dict) -> None:
+    (finding,) = [f for f in report["findings"] if f["class"] == "PropertyWrapperForConditionalGeneration"]
+    assert "self.model" in finding["message"]
+
+
+def test_stub_points_at_the_base_method(report: dict) -> None:
+    stubs = [f for f in report["findings"] if f["code"] == "E3L003"]
+    assert {f["path"].rsplit("/", 1)[-1] for f in stubs} == {"stub_base.py"}
+    assert all("StubLMBase" in f["message"] for f in stubs)
+
+
+def test_unresolvable_base_is_not_an_error(report: dict) -> None:
+    assert not [f for f in report["findings"] if f["class"] == "ExternalBaseForCausalLM"]
+
+
+def test_reporting_scope_is_the_paths_given() -> None:
+    code, data = run_json("check", TREE / "sglang/srt/models/missing.py")
+    assert code == 1
+    assert {f["class"] for f in data["findings"]} == {"MissingForCausalLM"}
+    code, data = run_json("check", TREE / "sglang/srt/models/llama_like.py")
+    assert code == 0 and data["findings"] == []
+
+
+def test_concise_output_lines_and_summary() -> None:
+    done = run_cli("check", TREE / "sglang/srt/models/missing.py")
+    lines = done.stdout.strip().splitlines()
+    assert lines[0].startswith("fixtures/sglang_basic/sglang/srt/models/missing.py:4:1: E3L001 ") or ":4:1: E3L001 " in lines[0]
+    assert lines[-1].startswith("sglang 0.0.1+fixture: 2 errors")
+
+
+def test_select_and_ignore() -> None:
+    code, data = run_json("check", TREE, "--select", "E3L004")
+    assert {f["code"] for f in data["findings"]} == {"E3L004"}
+    code, data = run_json("check", TREE, "--ignore", "E3L004,E3L001")
+    assert {f["code"] for f in data["findings"]} == {"E3L002", "E3L003", "E3L005"}
+    done = run_cli("check", TREE, "--select", "E9XX")
+    assert done.returncode == 2 and "unknown rule code" in done.stderr
+
+
+def test_verbose_lists_every_model_with_a_reason() -> None:
+    done = run_cli("check", TREE, "-v")
+    assert "eagle3-draft  FixForCausalLMEagle3: EAGLE-3 draft head" in done.stdout
+    assert "other         FixEmbeddingModel: embedding model" in done.stdout
+    assert "wrapper around a language model (self.language_model: FixLlamaForCausalLM)" in done.stdout
