@@ -6,12 +6,15 @@ import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from eagle3lint import __version__
 from eagle3lint.errors import UsageError
+
+if TYPE_CHECKING:
+    from eagle3lint.engine import Engine
 from eagle3lint.report.paths import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -26,7 +29,9 @@ def engine_options(func: F) -> F:
     return func
 
 
-def resolve_engine(paths: tuple[Path, ...], engine: str | None, engine_root: Path | None, release: str | None):  # type: ignore[no-untyped-def]
+def resolve_engine(
+    paths: tuple[Path, ...], engine: str | None, engine_root: Path | None, release: str | None
+) -> tuple[Engine, list[Path]]:
     from eagle3lint.engine import discover_engine
     from eagle3lint.releases import fetch_release, parse_release_spec
 

@@ -23,6 +23,7 @@ from typing import Any
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.sources import decode_source, iter_python_files, read_source
+from eagle3lint.summary import try_parts
 
 FATAL_GUARDS = ("none", "error")
 
@@ -256,18 +257,19 @@ class _SiteCollector:
             self.block(stmt.body, _with_condition(ctx, stmt.test, True))
             self.block(stmt.orelse, ctx)
             return
-        if isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            handlers: list[ast.ExceptHandler] = stmt.handlers  # type: ignore[attr-defined]
+        parts = try_parts(stmt)
+        if parts is not None:
+            body, handlers, orelse, final = parts
             catching = [h for h in handlers if _handler_catches_attribute_error(h)]
             guard = ctx.try_guard
             if catching:
                 guard = "error" if any(_contains_raise(h.body) for h in catching) else "fallback"
             inner = _Context(ctx.function, ctx.conditions, guard, ctx.established, ctx.and_guarded)
-            self.block(stmt.body, inner)  # type: ignore[attr-defined]
+            self.block(body, inner)
             for handler in handlers:
                 self.block(handler.body, ctx)
-            self.block(stmt.orelse, ctx)  # type: ignore[attr-defined]
-            self.block(stmt.finalbody, ctx)  # type: ignore[attr-defined]
+            self.block(orelse, ctx)
+            self.block(final, ctx)
             return
         for field_name, value in ast.iter_fields(stmt):
             if isinstance(value, list):
@@ -507,7 +509,7 @@ def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[Co
     if chunks is not None:
         trees = [(_parse_chunk(lines, a, b, indent), indent, name) for a, b, indent, name in chunks]
         if all(tree is not None for tree, _, _ in trees):
-            for tree, indent, name in trees:
+            for tree, indent, _name in trees:
                 assert tree is not None
                 collector.indent = indent
                 collector.block(tree.body, _Context())

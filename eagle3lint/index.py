@@ -85,7 +85,7 @@ class ProjectIndex:
     ) -> None:
         self.engine = engine
         self.walk_names = walk_names
-        self.provider = provider or _serial_provider
+        self.provider: SummaryProvider | None = provider
         self.modules: dict[str, ModuleSummary | None] = {}
         self.errors: dict[str, FileError] = {}
         self._mro_cache: dict[ClassRef, Mro] = {}
@@ -96,13 +96,14 @@ class ProjectIndex:
         return ParseRequest(str(path), name, is_package, self.walk_names)
 
     def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:
+        provider = self.provider or _serial_provider
         requests = []
         for path in paths:
             request = self.request_for(path)
             if request.module not in self.modules:
                 requests.append(request)
         loaded = []
-        for request, result in zip(requests, self.provider(requests)):
+        for request, result in zip(requests, provider(requests), strict=False):
             if isinstance(result, FileError):
                 self.errors[result.path] = result
                 self.modules[request.module] = None

@@ -62,8 +62,8 @@ def _pip_download(name: str, version: str, dest: Path) -> Path:
         wheels = sorted(dest.glob("*.whl"))
         if done.returncode == 0 and wheels:
             return wheels[0]
-        last_error = (done.stderr or done.stdout).strip().splitlines()
-        last_error = last_error[-1] if last_error else f"pip exited with {done.returncode}"
+        output = (done.stderr or done.stdout).strip().splitlines()
+        last_error = output[-1] if output else f"pip exited with {done.returncode}"
     if "No matching distribution" in last_error or "Could not find a version" in last_error:
         raise ReleaseFetchError(f"{name}=={version}: no such release on the package index ({last_error})")
     raise ReleaseFetchError(f"could not download {name}=={version}: {last_error}")

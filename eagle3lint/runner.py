@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,9 @@ from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError, Finding
 from eagle3lint.index import ProjectIndex
 from eagle3lint.models import ModelClass, UnresolvedEntry, discover_sglang_models, in_scope
+from eagle3lint.parallel import WorkerPool
 from eagle3lint.sources import iter_python_files
+from eagle3lint.summary import ModuleSummary
 
 
 @dataclass
@@ -48,14 +51,14 @@ def model_files(engine: Engine) -> list[Path]:
     return files
 
 
-def build_index(engine: Engine) -> ProjectIndex:
+def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
     pack = engine.pack
     walk = (
         frozenset(pack.members)
         | frozenset(n for spec in pack.members.values() for n in spec.former_names)
         | frozenset(pack.walk_methods)
     )
-    return ProjectIndex(engine, walk_names=walk)
+    return ProjectIndex(engine, walk_names=walk, provider=pool.parse if pool else None)
 
 
 def run_check(
@@ -63,13 +66,37 @@ def run_check(
     scope: list[Path],
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    workers: int | None = None,
 ) -> CheckResult:
-    contract = extract_contract(engine)
-    index = build_index(engine)
-    modules = index.load_files(model_files(engine))
-    # A single file outside the models folders can still be the reporting scope.
-    extra = [p for p in scope if p.is_file() and p.suffix == ".py"]
-    modules += index.load_files(extra)
+    gc_was_enabled = gc.isenabled()
+    # The run allocates many long-lived objects and frees few cycles: collection only costs.
+    gc.disable()
+    try:
+        with WorkerPool(workers) as pool:
+            # The engine's call sites are scanned in a worker while the models parse.
+            pending = pool.submit(extract_contract, engine) if pool.enabled else None
+            index = build_index(engine, pool)
+            modules = index.load_files(model_files(engine))
+            # A single file outside the models folders can still be the reporting scope.
+            extra = [p for p in scope if p.is_file() and p.suffix == ".py"]
+            modules += index.load_files(extra)
+            contract = pending.result() if pending is not None else extract_contract(engine)
+        index.provider = None  # later, lazy loads are single files: in-process
+        return _evaluate(engine, scope, contract, index, modules, select, ignore)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _evaluate(
+    engine: Engine,
+    scope: list[Path],
+    contract: Contract,
+    index: ProjectIndex,
+    modules: list[ModuleSummary],
+    select: list[str] | None,
+    ignore: list[str] | None,
+) -> CheckResult:
     models, unresolved = discover_sglang_models(index, modules)
     ctx = CheckContext(index=index, contract=contract, models=models)
     findings: list[Finding] = []

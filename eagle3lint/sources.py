@@ -43,7 +43,10 @@ def decode_source(path: str, data: bytes) -> str | FileError:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
-        return FileError(path, f"bad encoding declaration: {exc}")
+        # tokenize also lands here for undeclared non-UTF-8 bytes in the first two lines.
+        if b"coding" in b"\n".join(data.split(b"\n", 2)[:2]):
+            return FileError(path, f"bad encoding declaration: {exc}")
+        encoding = "utf-8"
     try:
         return data.decode(encoding)
     except UnicodeDecodeError as exc:

@@ -167,7 +167,7 @@ def _params(args: ast.arguments, drop_first: bool) -> Params:
         positional = positional[1:]
     required = len(positional) - len(args.defaults)
     kwonly = [a.arg for a in args.kwonlyargs]
-    required_kw = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults) if d is None]
+    required_kw = [a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=False) if d is None]
     return Params(
         positional=positional,
         required_positional=max(required, 0),
@@ -358,6 +358,16 @@ def _summarize_function(
     return summary, assigns
 
 
+_TRY_TYPES: tuple[type, ...] = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+
+
+def try_parts(stmt: ast.stmt) -> tuple[list[ast.stmt], list[ast.ExceptHandler], list[ast.stmt], list[ast.stmt]] | None:
+    """(body, handlers, orelse, finalbody) of a ``try``/``try*`` statement, else None."""
+    if not isinstance(stmt, _TRY_TYPES):
+        return None
+    return (getattr(stmt, "body", []), getattr(stmt, "handlers", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []))
+
+
 def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
     """``self.x = ...`` at statement level (through if/for/with/try blocks), without descending
     into expressions: cheap enough to run on every method of every model."""
@@ -370,12 +380,10 @@ def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[
         elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
             _collect_self_assigns(stmt.body, self_name, out)
             _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out)
-        elif isinstance(stmt, ast.Try) or type(stmt).__name__ == "TryStar":
-            _collect_self_assigns(stmt.body, self_name, out)  # type: ignore[attr-defined]
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
-                _collect_self_assigns(handler.body, self_name, out)
-            _collect_self_assigns(stmt.orelse, self_name, out)  # type: ignore[attr-defined]
-            _collect_self_assigns(stmt.finalbody, self_name, out)  # type: ignore[attr-defined]
+        elif (parts := try_parts(stmt)) is not None:
+            body, handlers, orelse, final = parts
+            for block in (body, *(h.body for h in handlers), orelse, final):
+                _collect_self_assigns(block, self_name, out)
 
 
 def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
@@ -432,12 +440,10 @@ class _ModuleBuilder:
         elif isinstance(stmt, ast.If):
             self.visit_body(stmt.body)
             self.visit_body(stmt.orelse)
-        elif isinstance(stmt, ast.Try) or (hasattr(ast, "TryStar") and isinstance(stmt, ast.TryStar)):
-            self.visit_body(stmt.body)  # type: ignore[attr-defined]
-            for handler in stmt.handlers:  # type: ignore[attr-defined]
-                self.visit_body(handler.body)
-            self.visit_body(stmt.orelse)  # type: ignore[attr-defined]
-            self.visit_body(stmt.finalbody)  # type: ignore[attr-defined]
+        elif (parts := try_parts(stmt)) is not None:
+            body, handlers, orelse, final = parts
+            for block in (body, *(h.body for h in handlers), orelse, final):
+                self.visit_body(block)
 
     def visit_module_assign(self, stmt: ast.Assign | ast.AnnAssign) -> None:
         s = self.summary
@@ -465,7 +471,7 @@ class _ModuleBuilder:
                     s.aliases[name] = d
             elif isinstance(value, ast.Dict):
                 table: dict[str, list[str]] = {}
-                for k, v in zip(value.keys, value.values):
+                for k, v in zip(value.keys, value.values, strict=False):
                     if isinstance(k, ast.Constant) and isinstance(k.value, str):
                         strings = _string_list(v)
                         if strings is not None:
@@ -477,7 +483,7 @@ class _ModuleBuilder:
                 pass
             if isinstance(value, ast.Dict) and any(k is None for k in value.keys):
                 merged = s.dict_literals.setdefault(name, {})
-                for k, v in zip(value.keys, value.values):
+                for k, v in zip(value.keys, value.values, strict=False):
                     if k is None and isinstance(v, ast.Name) and v.id in s.dict_literals:
                         for key, val in s.dict_literals[v.id].items():
                             merged.setdefault(key, val)

@@ -118,7 +118,7 @@ def test_contract_command_text_and_json() -> None:
     assert done.returncode == 0
     assert "set_eagle3_layers_to_capture (method): target: unguarded (required)" in done.stdout
     assert "sglang/srt/model_executor/model_runner.py:9" in done.stdout
-    code, data = run_json("contract", FIXTURES / "sglang_basic")
+    _code, data = run_json("contract", FIXTURES / "sglang_basic")
     members = {m["name"]: m for m in data["members"]}
     assert members["set_eagle3_layers_to_capture"]["required_for"] == ["target"]
     assert members["get_embed_and_head_for_draft"]["guard"] == {"target": "fallback"}

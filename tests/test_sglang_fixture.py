@@ -88,9 +88,9 @@ def test_concise_output_lines_and_summary() -> None:
 
 
 def test_select_and_ignore() -> None:
-    code, data = run_json("check", TREE, "--select", "E3L004")
+    _, data = run_json("check", TREE, "--select", "E3L004")
     assert {f["code"] for f in data["findings"]} == {"E3L004"}
-    code, data = run_json("check", TREE, "--ignore", "E3L004,E3L001")
+    _code, data = run_json("check", TREE, "--ignore", "E3L004,E3L001")
     assert {f["code"] for f in data["findings"]} == {"E3L002", "E3L003", "E3L005"}
     done = run_cli("check", TREE, "--select", "E9XX")
     assert done.returncode == 2 and "unknown rule code" in done.stderr

@@ -8,6 +8,7 @@ from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef, MemberLookup, ProjectIndex
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_models
+from eagle3lint.rulepack import RulePack
 
 
 @dataclass
@@ -30,11 +31,8 @@ class CheckContext:
     _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
 
     @property
-    def pack(self):  # type: ignore[no-untyped-def]
+    def pack(self) -> RulePack:
         return self.index.engine.pack
-
-    def relpath(self, path: str) -> str:
-        return path
 
     # ---- requirements --------------------------------------------------------------------
     def required_sites(self, model: ModelClass, member: MemberContract) -> list[ContractSite]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from eagle3lint.contract import Contract
+from eagle3lint.contract import Contract, MemberContract
 
 
 def write_contract_text(contract: Contract, out: TextIO) -> None:
@@ -24,7 +24,7 @@ def write_contract_text(contract: Contract, out: TextIO) -> None:
         out.write(f"{key}: {value}\n")
 
 
-def _write_member(member, out: TextIO, indent: str = "") -> None:  # type: ignore[no-untyped-def]
+def _write_member(member: MemberContract, out: TextIO, indent: str = "") -> None:
     if not member.sites:
         out.write(f"{indent}{member.name} ({member.kind}): not used by this engine version\n\n")
         return

@@ -1,0 +1,162 @@
+"""Bad input: a clear per-file message, the rest still checked, never a traceback."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FIXTURES, run_cli, run_json
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES / "sglang_basic", tmp_path / "t")
+    return tmp_path / "t"
+
+
+def _models(tree: Path) -> Path:
+    return tree / "sglang/srt/models"
+
+
+def test_syntax_error_is_reported_and_the_rest_checked(tree: Path) -> None:
+    (_models(tree) / "broken.py").write_text("class Broken(:\n    pass\n")
+    code, data = run_json("check", tree)
+    assert code == 2
+    (error,) = data["errors"]
+    assert error["path"].endswith("broken.py")
+    assert "syntax error at line 1" in error["message"]
+    assert {f["class"] for f in data["findings"]} >= {"MissingForCausalLM", "WrapperAttrForConditionalGeneration"}
+    done = run_cli("check", tree)
+    assert "broken.py: error: syntax error" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_non_utf8_file(tree: Path) -> None:
+    (_models(tree) / "latin.py").write_bytes(b"# caf\xe9\nclass X:\n    pass\n")
+    code, data = run_json("check", tree)
+    assert code == 2
+    (error,) = data["errors"]
+    assert "not valid utf-8" in error["message"] and "0xe9" in error["message"]
+    assert len(data["findings"]) == 13
+
+
+def test_declared_encoding_is_honoured(tree: Path) -> None:
+    (_models(tree) / "latin.py").write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\nclass X:\n    pass\n")
+    code, data = run_json("check", tree)
+    assert data["errors"] == []
+    assert code == 1
+
+
+def test_unreadable_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Tests run as root, where chmod cannot make a file unreadable: make open() refuse instead.
+    import builtins
+
+    from eagle3lint.engine import discover_engine
+    from eagle3lint.runner import build_index
+
+    secret = _models(tree) / "secret.py"
+    secret.write_text("x = 1\n")
+    real_open = builtins.open
+
+    def refusing_open(file, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if str(file) == str(secret):
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr("eagle3lint.sources.open", refusing_open, raising=False)
+    index = build_index(discover_engine([tree]))
+    index.load_files([secret, _models(tree) / "missing.py"])
+    assert index.errors[str(secret)].message == "cannot be read: permission denied"
+    assert index.modules["sglang.srt.models.missing"] is not None
+
+
+def test_unreadable_path_message() -> None:
+    from eagle3lint.findings import FileError
+    from eagle3lint.sources import read_source
+
+    result = read_source("/proc/self/mem-does-not-exist")
+    assert isinstance(result, FileError) and "vanished" in result.message
+    assert isinstance(read_source(str(FIXTURES)), FileError)
+
+
+def test_file_vanishing_mid_run_is_an_error_not_a_crash(tree: Path) -> None:
+    from eagle3lint.engine import discover_engine
+    from eagle3lint.runner import build_index
+
+    engine = discover_engine([tree])
+    index = build_index(engine)
+    ghost = _models(tree) / "ghost.py"
+    index.load_files([ghost])
+    assert "vanished" in index.errors[str(ghost)].message
+
+
+def test_broken_symlink_and_directory_named_py(tree: Path) -> None:
+    (_models(tree) / "dangling.py").symlink_to(tree / "nowhere.py")
+    (_models(tree) / "pkg.py").mkdir()
+    code, data = run_json("check", tree)
+    messages = sorted(e["message"] for e in data["errors"])
+    assert code == 2
+    assert any("vanished" in m for m in messages)
+    assert len(data["findings"]) == 13
+
+
+def test_null_bytes(tree: Path) -> None:
+    (_models(tree) / "nul.py").write_bytes(b"x = 1\x00\n")
+    code, data = run_json("check", tree)
+    assert code == 2 and "nul.py" in data["errors"][0]["path"]
+
+
+def test_missing_path_and_no_engine(tmp_path: Path) -> None:
+    done = run_cli("check", tmp_path / "nope")
+    assert done.returncode == 2 and "no such file or folder" in done.stderr
+    (tmp_path / "plain").mkdir()
+    done = run_cli("check", tmp_path / "plain")
+    assert done.returncode == 2 and "not inside a sglang or vllm source tree" in done.stderr
+    done = run_cli("check", "--engine-root", tmp_path / "plain", tmp_path / "plain")
+    assert done.returncode == 2 and "no sglang or vllm package found" in done.stderr
+
+
+def test_no_installed_engine(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    done = run_cli("check", cwd=tmp_path, env=env)
+    assert done.returncode == 2
+    assert "no PATH given and no installed sglang or vllm package found" in done.stderr
+
+
+def test_bad_release_spec() -> None:
+    done = run_cli("check", "--release", "sglang-0.5.9")
+    assert done.returncode == 2 and "expected NAME==VERSION" in done.stderr
+    done = run_cli("check", "--release", "torch==2.0")
+    assert done.returncode == 2 and "unknown engine" in done.stderr
+
+
+def test_unknown_release_version_is_a_clear_error(tmp_path: Path) -> None:
+    env = {**os.environ, "EAGLE3LINT_CACHE_DIR": str(tmp_path)}
+    done = run_cli("check", "--release", "sglang==0.0.0.999", env=env)
+    assert done.returncode == 2
+    assert "sglang==0.0.0.999" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_check_never_imports_analysed_code(tree: Path, tmp_path: Path) -> None:
+    marker = tmp_path / "imported.marker"
+    bomb = (
+        "import pathlib\n"
+        f"pathlib.Path({str(marker)!r}).write_text('imported')\n"
+        "raise SystemExit('eagle3lint imported a model file')\n"
+        "class BombForCausalLM:\n"
+        "    def __init__(self):\n"
+        "        self.lm_head = None\n"
+        "EntryClass = BombForCausalLM\n"
+    )
+    (_models(tree) / "bomb.py").write_text(bomb)
+    (tree / "sglang/srt/model_executor/bomb_runner.py").write_text(bomb.replace("BombForCausalLM", "Runner") + "\ndef f(model):\n    model.set_eagle3_layers_to_capture()\n")
+    (tree / "sglang/__init__.py").write_text(bomb)
+    code, data = run_json("check", tree)
+    assert not marker.exists()
+    assert code == 1
+    assert "BombForCausalLM" in {f["class"] for f in data["findings"]}
+    assert not [m for m in sys.modules if m.startswith("sglang")]

@@ -1,0 +1,68 @@
+"""Finding the engine from any PATH, a checkout, --engine-root, or the installed package."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from eagle3lint.engine import discover_engine, read_version
+from eagle3lint.errors import UsageError
+from eagle3lint.rulepack import load_pack
+from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_json
+
+TREE = FIXTURES / "sglang_basic"
+
+
+@pytest.mark.parametrize(
+    "start",
+    ["sglang/srt/models/missing.py", "sglang/srt/models", "sglang", "sglang/srt/speculative"],
+)
+def test_walks_up_to_the_package_root(start: str) -> None:
+    engine = discover_engine([TREE / start])
+    assert engine.name == "sglang"
+    assert engine.root == (TREE / "sglang").resolve()
+    assert engine.version == "0.0.1+fixture"
+
+
+def test_checkout_layout_is_found_downwards(tmp_path: Path) -> None:
+    make_tree(tmp_path / "repo/python", SGLANG_SKELETON)
+    engine = discover_engine([tmp_path / "repo"])
+    assert engine.root == (tmp_path / "repo/python/sglang").resolve()
+    assert engine.version == "9.9.9"
+
+
+def test_engine_root_override_and_engine_filter(tmp_path: Path) -> None:
+    engine = discover_engine([], engine_root=TREE / "sglang")
+    assert engine.root == (TREE / "sglang").resolve()
+    with pytest.raises(UsageError, match="no vllm package found"):
+        discover_engine([], engine="vllm", engine_root=TREE / "sglang")
+
+
+def test_version_unknown_when_the_tree_does_not_say(tmp_path: Path) -> None:
+    files = dict(SGLANG_SKELETON)
+    del files["sglang/version.py"]
+    make_tree(tmp_path, files)
+    engine = discover_engine([tmp_path / "sglang"])
+    assert engine.version == "unknown"
+    assert read_version(tmp_path / "sglang", load_pack("sglang")) == "unknown"
+
+
+def test_installed_package_is_found_without_importing_it(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    files = dict(SGLANG_SKELETON)
+    files["sglang/__init__.py"] = "raise SystemExit('imported the engine')\n"
+    make_tree(site, files)
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(site)])}
+    from tests.helpers import run_cli
+
+    done = run_cli("check", "--format", "json", cwd=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert '"version": "9.9.9"' in done.stdout
+
+
+def test_fixture_paths_report_relative_paths_under_cwd() -> None:
+    _code, data = run_json("check", TREE / "sglang/srt/models/missing.py")
+    assert data["findings"][0]["path"].endswith("sglang/srt/models/missing.py")
