@@ -24,10 +24,11 @@ def summary_line(result: CheckResult) -> str:
 
 
 def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+    root = result.engine.source_root
     for finding in result.findings:
         variant = f" [{finding.variant}]" if finding.variant else ""
         out.write(
-            f"{display_path(finding.path)}:{finding.line}:{finding.column}: "
+            f"{display_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
             f"{finding.code}{variant} {finding.message}\n"
         )
     if verbose:
@@ -35,7 +36,7 @@ def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> No
             variant = f" [{model.variant}]" if model.variant else ""
             out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}\n")
         for entry in result.unresolved:
-            out.write(f"  unresolved    {entry.name} in {display_path(entry.path)}: {entry.reason}\n")
+            out.write(f"  unresolved    {entry.name} in {display_path(entry.path, fallback_root=root)}: {entry.reason}\n")
         for note in result.notes:
             out.write(f"  note: {note}\n")
     out.write(summary_line(result) + "\n")

@@ -1,4 +1,5 @@
-"""Paths as users want to read them: relative to the working directory when inside it."""
+"""Paths as users want to read them: relative to the working directory when inside it,
+else relative to the engine's source root (a cached release reads ``sglang/srt/...``)."""
 
 from __future__ import annotations
 
@@ -6,10 +7,14 @@ import os
 from pathlib import Path
 
 
-def display_path(path: str, base: Path | None = None) -> str:
-    base = base or Path.cwd()
-    try:
-        rel = os.path.relpath(path, base)
-    except ValueError:
-        return path
-    return path if rel.startswith("..") else rel
+def display_path(path: str, base: Path | None = None, fallback_root: Path | None = None) -> str:
+    for root in (base or Path.cwd(), fallback_root):
+        if root is None:
+            continue
+        try:
+            rel = os.path.relpath(path, root)
+        except ValueError:
+            continue
+        if not rel.startswith(".."):
+            return rel
+    return path
