@@ -12,6 +12,7 @@ import click
 
 from eagle3lint import __version__
 from eagle3lint.errors import UsageError
+from eagle3lint.report import FORMATS
 
 if TYPE_CHECKING:
     from eagle3lint.engine import Engine
@@ -70,7 +71,7 @@ def cli() -> None:
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @engine_options
-@click.option("--format", "output_format", type=click.Choice(["concise", "json"]), default="concise", show_default=True)
+@click.option("--format", "output_format", type=click.Choice(list(FORMATS)), default="concise", show_default=True)
 @click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification.")
@@ -86,8 +87,7 @@ def check(
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
     from eagle3lint.checks import REGISTRY
-    from eagle3lint.report.concise import write_concise
-    from eagle3lint.report.jsonfmt import write_json
+    from eagle3lint.report import writer_for
     from eagle3lint.runner import run_check
 
     selected, ignored = _split_codes(select), _split_codes(ignore)
@@ -98,10 +98,7 @@ def check(
     result = run_check(found, scope, select=selected or None, ignore=ignored or None)
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
-    if output_format == "json":
-        write_json(result, sys.stdout)
-    else:
-        write_concise(result, sys.stdout, verbose=verbose)
+    writer_for(output_format)(result, sys.stdout, verbose)
     if result.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)

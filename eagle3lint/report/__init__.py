@@ -1,1 +1,27 @@
-"""Reporters: one diagnostic model, many output formats."""
+"""Reporters: one diagnostic model, many output formats.
+
+``FORMATS`` maps a ``--format`` name to ``module:function``; the writer takes
+``(result, out, verbose)``. Modules are imported only when their format is asked for.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TextIO
+
+if TYPE_CHECKING:
+    from eagle3lint.runner import CheckResult
+
+FORMATS: dict[str, str] = {
+    "concise": "eagle3lint.report.concise:write_concise",
+    "json": "eagle3lint.report.jsonfmt:write_json",
+}
+
+Writer = Callable[["CheckResult", TextIO, bool], Any]
+
+
+def writer_for(name: str) -> Writer:
+    module_name, _, function = FORMATS[name].partition(":")
+    writer: Writer = getattr(importlib.import_module(module_name), function)
+    return writer

@@ -34,6 +34,6 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def write_json(result: CheckResult, out: TextIO) -> None:
+def write_json(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
     json.dump(result_to_json(result), out, indent=2)
     out.write("\n")
