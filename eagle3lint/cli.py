@@ -68,40 +68,92 @@ def cli() -> None:
     """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM)."""
 
 
+def config_option(func: F) -> F:
+    return click.option(
+        "--config", "config_file", type=click.Path(path_type=Path),
+        help="Settings file (default: the nearest pyproject.toml with [tool.eagle3lint]).",
+    )(func)
+
+
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @engine_options
-@click.option("--format", "output_format", type=click.Choice(list(FORMATS)), default="concise", show_default=True)
-@click.option("--select", multiple=True, help="Rule codes or prefixes to enable (comma-separated).")
+@config_option
+@click.option("--format", "output_format", type=click.Choice(list(FORMATS)), help="Output format (default: concise, or output-format in the settings).")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to enable, replacing the defaults (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
+@click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), help="Report only findings not recorded in this baseline file.")
+@click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), help="Record today's findings in this file and exit 0.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification.")
 def check(
     paths: tuple[Path, ...],
     engine: str | None,
     engine_root: Path | None,
     release: str | None,
-    output_format: str,
+    config_file: Path | None,
+    output_format: str | None,
     select: tuple[str, ...],
+    extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
+    baseline_file: Path | None,
+    write_baseline_file: Path | None,
+    no_cache: bool,
     verbose: bool,
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.config import load_settings
     from eagle3lint.report import writer_for
     from eagle3lint.runner import run_check
 
-    selected, ignored = _split_codes(select), _split_codes(ignore)
-    for code in [*selected, *ignored]:
-        if code != "ALL" and not any(r.code.startswith(code) for r in REGISTRY):
-            raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
-    found, scope = resolve_engine(paths, engine, engine_root, release)
-    result = run_check(found, scope, select=selected or None, ignore=ignored or None)
+    settings = load_settings(config_file)
+    selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
+    _validate_codes([*selected, *extended, *ignored])
+    found, scope = resolve_engine(
+        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release
+    )
+    result = run_check(
+        found,
+        scope,
+        select=selected or None,
+        ignore=ignored or None,
+        extend_select=extended or None,
+        settings=settings,
+        use_cache=not no_cache,
+        baseline=None if write_baseline_file else baseline_file,
+    )
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
-    writer_for(output_format)(result, sys.stdout, verbose)
+    if write_baseline_file is not None:
+        from eagle3lint.baseline import write_baseline
+
+        count = write_baseline(write_baseline_file, result.findings, result.engine)
+        click.echo(f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} to baseline {write_baseline_file}", err=True)
+        sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
+    writer_for(output_format or settings.output_format or "concise")(result, sys.stdout, verbose)
     if result.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+
+
+def _validate_codes(codes: list[str]) -> None:
+    from eagle3lint.checks import REGISTRY
+
+    for code in codes:
+        if code != "ALL" and not any(r.code.startswith(code) for r in REGISTRY):
+            raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
+
+
+@cli.command("show-config")
+@config_option
+def show_config(config_file: Path | None) -> None:
+    """Print the settings in effect (merged from the configuration file and defaults)."""
+    import json
+
+    from eagle3lint.config import load_settings
+
+    click.echo(json.dumps(load_settings(config_file).to_json(), indent=2))
 
 
 @cli.command()

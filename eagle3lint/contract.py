@@ -413,7 +413,7 @@ def _with_condition(ctx: _Context, test: ast.expr, polarity: bool) -> _Context:
     return _Context(ctx.function, (*ctx.conditions, (test, polarity)), ctx.try_guard, ctx.established, ctx.and_guarded)
 
 
-def _in_models(rel_parts: tuple[str, ...], engine: Engine) -> bool:
+def in_models_folder(rel_parts: tuple[str, ...], engine: Engine) -> bool:
     rel = "/".join(rel_parts)
     return any(rel.startswith(m.rstrip("/") + "/") for m in engine.pack.models)
 
@@ -566,7 +566,7 @@ def extract_contract(engine: Engine) -> Contract:
     needles = contract_needles(engine)
     for path in iter_python_files(engine.root):
         rel_parts = path.relative_to(engine.root).parts
-        if _in_models(rel_parts, engine):
+        if in_models_folder(rel_parts, engine):
             continue
         result = scan_file(engine, path, needles)
         if result is None:
@@ -580,4 +580,20 @@ def extract_contract(engine: Engine) -> Contract:
             if entry is None:
                 entry = members[site.member] = MemberContract(site.member, "method" if site.access == "call" else "attribute", known=False)
             entry.sites.append(site)
+    for name, spec in pack.members.items():
+        if spec.required and not members[name].fatal_sites(spec.role):
+            # Required by the project's configuration: the "call site" is the setting itself.
+            members[name].sites.append(
+                ContractSite(
+                    member=name,
+                    path=spec.origin or "pyproject.toml",
+                    line=0,
+                    column=0,
+                    function="[tool.eagle3lint] extra-members",
+                    receiver="model",
+                    access="call" if spec.kind == "method" else "load",
+                    role=spec.role,
+                    guard="none",
+                )
+            )
     return contract

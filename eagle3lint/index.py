@@ -92,7 +92,11 @@ class ProjectIndex:
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
-        name, is_package = module_name(self.engine.root, path)
+        try:
+            name, is_package = module_name(self.engine.root, path)
+        except ValueError:
+            # An out-of-tree model (configured extra-models): a name no engine module can take.
+            name, is_package = "__extra__." + ".".join(path.resolve().with_suffix("").parts[1:]).replace("-", "_"), False
         return ParseRequest(str(path), name, is_package, self.walk_names)
 
     def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:

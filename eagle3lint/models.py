@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from eagle3lint.index import ClassRef, ProjectIndex, Resolved
@@ -157,10 +159,15 @@ def _why(resolved: Resolved) -> str:
     return f"is not a class ({type(resolved).__name__})"
 
 
+@cache
+def _real(path: str) -> str:
+    return os.path.realpath(path)
+
+
 def in_scope(path: str, scope: list[Path]) -> bool:
-    resolved = Path(path).resolve()
+    resolved = _real(path)
     for item in scope:
-        target = item.resolve()
-        if resolved == target or target in resolved.parents:
+        target = _real(str(item))
+        if resolved == target or resolved.startswith(target.rstrip(os.sep) + os.sep):
             return True
     return False

@@ -30,7 +30,7 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def _parse_batch(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
+def parse_serially(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
     return [parse_module(r) for r in requests]
 
 
@@ -55,13 +55,13 @@ class WorkerPool:
 
     def parse(self, requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
         if not self.enabled or len(requests) < MIN_PARALLEL_FILES:
-            return _parse_batch(requests)
+            return parse_serially(requests)
         # Large files first, spread round-robin, so workers finish together.
         order = sorted(range(len(requests)), key=lambda i: -_size(requests[i].path))
         batches: list[list[int]] = [[] for _ in range(self.workers * 4)]
         for n, i in enumerate(order):
             batches[n % len(batches)].append(i)
-        futures = [self._pool().submit(_parse_batch, [requests[i] for i in batch]) for batch in batches if batch]
+        futures = [self._pool().submit(parse_serially, [requests[i] for i in batch]) for batch in batches if batch]
         results: list[ModuleSummary | FileError | None] = [None] * len(requests)
         for batch, future in zip([b for b in batches if b], futures, strict=False):
             for i, result in zip(batch, future.result(), strict=False):

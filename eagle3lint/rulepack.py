@@ -38,6 +38,9 @@ class MemberSpec:
     template: str | None = None
     companions: tuple[str, ...] = ()
     former_names: tuple[str, ...] = ()
+    # Required by configuration even where the engine's source does not call it.
+    required: bool = False
+    origin: str = ""  # the configuration file that added it, if any
 
 
 @dataclass(frozen=True)
@@ -168,3 +171,17 @@ def load_pack(engine: str) -> RulePack:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise UsageError(f"{pack_path}: invalid TOML: {exc}") from exc
     return parse_pack(pack_path, data, hashlib.sha256(raw).hexdigest()[:16])
+
+
+def extend_pack(pack: RulePack, extra: list[MemberSpec]) -> RulePack:
+    """The pack plus members a project's configuration adds (its own interface extensions)."""
+    if not extra:
+        return pack
+    import dataclasses
+
+    members = dict(pack.members)
+    for spec in extra:
+        members[spec.name] = spec
+    names = ",".join(f"{m.name}:{m.kind}:{m.role}:{m.required}" for m in extra)
+    digest = hashlib.sha256(f"{pack.digest}|{names}".encode()).hexdigest()[:16]
+    return dataclasses.replace(pack, members=members, digest=digest)

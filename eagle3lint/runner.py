@@ -1,22 +1,34 @@
-"""The check pipeline: engine source -> contract -> project index -> findings."""
+"""The check pipeline: engine source -> contract -> project index -> findings.
+
+Then, in order: per-file ignores, suppression comments, rules about suppressions, baseline.
+"""
 
 from __future__ import annotations
 
+import dataclasses
+import fnmatch
 import gc
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint.checks import REGISTRY
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.config import Settings
 from eagle3lint.contract import Contract, extract_contract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError, Finding
 from eagle3lint.index import ProjectIndex
 from eagle3lint.models import ModelClass, UnresolvedEntry, discover_sglang_models, in_scope
-from eagle3lint.parallel import WorkerPool
+from eagle3lint.parallel import WorkerPool, parse_serially
+from eagle3lint.rulepack import MemberSpec, extend_pack
 from eagle3lint.sources import iter_python_files
 from eagle3lint.summary import ModuleSummary
+from eagle3lint.suppressions import apply_suppressions
+
+if TYPE_CHECKING:
+    from eagle3lint.cache import Cache
 
 
 @dataclass
@@ -29,12 +41,24 @@ class CheckResult:
     unresolved: list[UnresolvedEntry] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     index: ProjectIndex | None = None
+    suppressed: int = 0
+    baselined: int = 0
+    scope: list[Path] = field(default_factory=list)
 
 
-def select_rules(select: list[str] | None = None, ignore: list[str] | None = None) -> list[type[Rule]]:
+def select_rules(
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    extend_select: list[str] | None = None,
+) -> list[type[Rule]]:
     chosen = []
     for rule in REGISTRY:
-        wanted = rule.default_enabled if not select else any(rule.code.startswith(s) or s == "ALL" for s in select)
+        if select:
+            wanted = any(rule.code.startswith(s) or s == "ALL" for s in select)
+        else:
+            wanted = rule.default_enabled
+        if extend_select and any(rule.code.startswith(s) for s in extend_select):
+            wanted = True
         if ignore and any(rule.code.startswith(i) for i in ignore):
             wanted = False
         if wanted:
@@ -61,31 +85,70 @@ def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
     return ProjectIndex(engine, walk_names=walk, provider=pool.parse if pool else None)
 
 
+def customize_engine(engine: Engine, settings: Settings) -> Engine:
+    """The engine with the project's configured extra members merged into its rule pack."""
+    overrides = settings.engines.get(engine.name)
+    if overrides is None or not overrides.extra_members:
+        return engine
+    extra = [
+        MemberSpec(m.name, m.kind, m.role, m.summary, required=m.required, origin=str(settings.path or "pyproject.toml"))
+        for m in overrides.extra_members
+    ]
+    return dataclasses.replace(engine, pack=extend_pack(engine.pack, extra))
+
+
 def run_check(
     engine: Engine,
     scope: list[Path],
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     workers: int | None = None,
+    settings: Settings | None = None,
+    extend_select: list[str] | None = None,
+    use_cache: bool = True,
+    baseline: Path | None = None,
 ) -> CheckResult:
+    settings = settings or Settings()
+    engine = customize_engine(engine, settings)
     gc_was_enabled = gc.isenabled()
     # The run allocates many long-lived objects and frees few cycles: collection only costs.
     gc.disable()
     try:
+        cache = _open_cache(engine, settings) if use_cache else None
         with WorkerPool(workers) as pool:
-            # The engine's call sites are scanned in a worker while the models parse.
-            pending = pool.submit(extract_contract, engine) if pool.enabled else None
+            contract, pending, fingerprint = None, None, ""
+            if cache is not None:
+                fingerprint = cache.contract_fingerprint()
+                contract = cache.load_contract(fingerprint)
+            if contract is None and pool.enabled:
+                # The engine's call sites are scanned in a worker while the models parse.
+                pending = pool.submit(extract_contract, engine)
             index = build_index(engine, pool)
+            if cache is not None:
+                index.provider = cache.provider(pool.parse)
             modules = index.load_files(model_files(engine))
+            extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
+            extra_files = [p for item in extra_models for p in ([item] if item.is_file() else iter_python_files(item))]
             # A single file outside the models folders can still be the reporting scope.
-            extra = [p for p in scope if p.is_file() and p.suffix == ".py"]
-            modules += index.load_files(extra)
-            contract = pending.result() if pending is not None else extract_contract(engine)
-        index.provider = None  # later, lazy loads are single files: in-process
-        return _evaluate(engine, scope, contract, index, modules, select, ignore)
+            extra_files += [p for p in scope if p.is_file() and p.suffix == ".py"]
+            modules += index.load_files(extra_files)
+            if contract is None:
+                contract = pending.result() if pending is not None else extract_contract(engine)
+                if cache is not None:
+                    cache.store_contract(fingerprint, contract)
+        index.provider = cache.provider(parse_serially) if cache is not None else None
+        scope = [*scope, *extra_models]
+        return _evaluate(engine, scope, contract, index, modules, settings, select, ignore, extend_select, baseline)
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _open_cache(engine: Engine, settings: Settings) -> Cache:
+    from eagle3lint.cache import CACHE_DIR_NAME, Cache
+
+    folder = settings.cache_dir or settings.root / CACHE_DIR_NAME
+    return Cache(folder, engine, settings.digest())
 
 
 def _evaluate(
@@ -94,19 +157,73 @@ def _evaluate(
     contract: Contract,
     index: ProjectIndex,
     modules: list[ModuleSummary],
+    settings: Settings,
     select: list[str] | None,
     ignore: list[str] | None,
+    extend_select: list[str] | None,
+    baseline: Path | None,
 ) -> CheckResult:
     models, unresolved = discover_sglang_models(index, modules)
     ctx = CheckContext(index=index, contract=contract, models=models)
+    rules = select_rules(
+        select if select is not None else settings.select,
+        [*settings.ignore, *(ignore or [])],
+        [*settings.extend_select, *(extend_select or [])],
+    )
     findings: list[Finding] = []
-    for rule in select_rules(select, ignore):
-        findings.extend(rule().check(ctx))
+    for rule in rules:
+        if not rule.after_suppressions:
+            findings.extend(rule().check(ctx))
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
+    findings = _per_file_ignores(findings, settings)
+    per_file = {m.path: m.suppressions for m in index.modules.values() if m is not None}
+    class_lines = {f"{m.ref.module}.{m.ref.qualname}": (m.path, m.summary.lineno) for m in models}
+    outcome = apply_suppressions(findings, per_file, class_lines)
+    findings = outcome.kept
+    for path, entry in per_file.items():
+        if not in_scope(path, scope):
+            continue
+        unused = [c for c in entry.comments if (path, c) not in outcome.used]
+        if unused:
+            ctx.unused_suppressions[path] = unused
+    for rule in rules:
+        if rule.after_suppressions:
+            findings.extend(rule().check(ctx))
     findings.sort(key=Finding.sort_key)
+    baselined = 0
+    baseline_path = baseline or settings.baseline
+    if baseline_path is not None:
+        from eagle3lint.baseline import filter_new, read_baseline
+
+        findings, baselined = filter_new(findings, read_baseline(baseline_path), engine)
     errors = sorted([*contract.errors, *index.errors.values()], key=lambda e: e.path)
     errors = [e for e in errors if in_scope(e.path, scope) or _is_engine_file(e.path, engine)]
-    return CheckResult(engine, contract, findings, errors, models, unresolved, ctx.notes, index)
+    return CheckResult(
+        engine, contract, findings, errors, models, unresolved, ctx.notes, index,
+        suppressed=len(outcome.suppressed), baselined=baselined, scope=scope,
+    )
+
+
+def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Finding]:
+    if not settings.per_file_ignores:
+        return findings
+    root = settings.root.resolve()
+    kept = []
+    for finding in findings:
+        path = Path(finding.path).resolve()
+        try:
+            rel = path.relative_to(root).as_posix()
+        except ValueError:
+            rel = path.as_posix()
+        ignored = False
+        for pattern, codes in settings.per_file_ignores.items():
+            if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
+                if any(finding.code.startswith(c) or c == "ALL" for c in codes):
+                    ignored = True
+                    break
+        if not ignored:
+            kept.append(finding)
+    return kept
 
 
 def _model_in_scope(finding: Finding, models: list[ModelClass], scope: list[Path]) -> bool:

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from eagle3lint.findings import FileError
 from eagle3lint.summary import ModuleSummary, summarize
+from eagle3lint.suppressions import scan_suppressions
 
 
 @dataclass(frozen=True)
@@ -76,7 +77,7 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
         return FileError(request.path, f"syntax error at {where}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
-    return summarize(
+    summary = summarize(
         tree,
         module=request.module,
         path=request.path,
@@ -84,6 +85,8 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
         walk_names=request.walk_names,
         line_count=text.count("\n") + 1,
     )
+    summary.suppressions = scan_suppressions(text)
+    return summary
 
 
 def iter_python_files(root: Path) -> Iterator[Path]:

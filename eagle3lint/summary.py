@@ -12,6 +12,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from eagle3lint.suppressions import FileSuppressions
+
 # Methods whose bodies are always walked, whatever the member list says.
 _ALWAYS_WALK = frozenset({"__getattr__"})
 
@@ -124,6 +126,7 @@ class ModuleSummary:
     # Module-level string/tuple dict literals by variable name (registries).
     dict_literals: dict[str, dict[str, list[str]]] = field(default_factory=dict)
     line_count: int = 0
+    suppressions: FileSuppressions = field(default_factory=FileSuppressions)
 
 
 def dotted(node: ast.AST) -> str | None:

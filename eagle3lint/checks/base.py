@@ -25,6 +25,8 @@ class Rule:
     family: ClassVar[str] = "presence"
     engines: ClassVar[tuple[str, ...]] = ("sglang", "vllm")
     default_enabled: ClassVar[bool] = True
+    # Runs once suppressions are applied (it reasons about them).
+    after_suppressions: ClassVar[bool] = False
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         raise NotImplementedError

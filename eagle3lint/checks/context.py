@@ -9,6 +9,7 @@ from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef, MemberLookup, ProjectIndex
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_models
 from eagle3lint.rulepack import RulePack
+from eagle3lint.suppressions import Suppression
 
 
 @dataclass
@@ -28,6 +29,8 @@ class CheckContext:
     contract: Contract
     models: list[ModelClass]
     notes: list[str] = field(default_factory=list)
+    # Filled once suppressions are applied: path -> comments that silenced nothing.
+    unused_suppressions: dict[str, list[Suppression]] = field(default_factory=dict)
     _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
 
     @property

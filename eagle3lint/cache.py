@@ -1,0 +1,244 @@
+"""``.eagle3lint_cache/``: per-file summaries keyed by content, and the engine contract.
+
+* A module summary is stored under a key made of the tool version, the rule-pack digest, the
+  settings digest and the file's path; the entry records the SHA-256 of the file's content and
+  is used only when the content still matches. Cross-file facts (inheritance, delegation) are
+  never cached: they are linked afresh from the summaries on every run, so editing a base class
+  in another file is seen at once.
+* The contract (the scan of every engine file outside the models folders) is stored with a
+  fingerprint of those files' paths, sizes and modification times: re-reading thousands of
+  runner files to hash them would cost more than the warm run may take.
+
+Entries are pickles read by a *restricted* unpickler that resolves only eagle3lint's own summary
+dataclasses and a few builtins (the approach the ``pickle`` documentation gives for untrusted
+data): a cache folder committed by mistake, or planted in a repository, cannot make ``check``
+import or call anything else. A corrupt or foreign entry is ignored and rewritten.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import hashlib
+import io
+import os
+import pickle
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from eagle3lint import __version__
+from eagle3lint.contract import Contract, ContractSite, MemberContract
+from eagle3lint.engine import Engine
+from eagle3lint.findings import FileError
+from eagle3lint.sources import ParseRequest, parse_module, read_source
+from eagle3lint.summary import (
+    ClassSummary,
+    Construction,
+    FunctionSummary,
+    InstanceAttr,
+    ModuleSummary,
+    Params,
+)
+from eagle3lint.suppressions import FileSuppressions, Suppression
+
+CACHE_DIR_NAME = ".eagle3lint_cache"
+
+Provider = Callable[[list[ParseRequest]], list[ModuleSummary | FileError]]
+_CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by eagle3lint.\n"
+    "# For information about cache directory tags see https://bford.info/cachedir/\n"
+)
+
+# Every class an entry may decode to: decoding never instantiates anything else.
+_DATACLASSES: dict[str, type] = {
+    cls.__name__: cls
+    for cls in (
+        ModuleSummary,
+        ClassSummary,
+        FunctionSummary,
+        InstanceAttr,
+        Construction,
+        Params,
+        FileSuppressions,
+        Suppression,
+        ContractSite,
+        MemberContract,
+        FileError,
+    )
+}
+
+
+class CorruptEntry(Exception):
+    pass
+
+
+_ALLOWED_BUILTINS = {"set", "frozenset"}
+
+
+class _RestrictedUnpickler(pickle.Unpickler):
+    def find_class(self, module: str, name: str) -> Any:
+        if module == "builtins" and name in _ALLOWED_BUILTINS:
+            return getattr(builtins, name)
+        cls = _DATACLASSES.get(name)
+        if cls is not None and cls.__module__ == module:
+            return cls
+        raise CorruptEntry(f"cache entry refers to {module}.{name}")
+
+
+def _dumps(value: Any) -> bytes:
+    return pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _loads(data: bytes) -> Any:
+    try:
+        return _RestrictedUnpickler(io.BytesIO(data)).load()
+    except CorruptEntry:
+        raise
+    except Exception as exc:  # any malformed byte stream is a corrupt entry, nothing more
+        raise CorruptEntry(str(exc)) from exc
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+class Cache:
+    def __init__(self, folder: Path, engine: Engine, settings_digest: str) -> None:
+        self.folder = folder
+        self.engine = engine
+        key = f"{__version__}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
+        self.namespace = hashlib.sha256(key.encode()).hexdigest()[:20]
+        self.hits = 0
+        self.misses = 0
+        self._ready = False
+
+    # ---- layout ----------------------------------------------------------------------
+    def _prepare(self) -> bool:
+        if self._ready:
+            return True
+        try:
+            (self.folder / self.namespace).mkdir(parents=True, exist_ok=True)
+            ignore = self.folder / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# Created by eagle3lint automatically.\n*\n")
+            tag = self.folder / "CACHEDIR.TAG"
+            if not tag.exists():
+                tag.write_text(_CACHEDIR_TAG)
+        except OSError:
+            return False  # a read-only checkout still gets checked, only slower
+        self._ready = True
+        return True
+
+    def _entry_path(self, name: str) -> Path:
+        digest = hashlib.sha256(name.encode()).hexdigest()[:32]
+        return self.folder / self.namespace / f"{digest}.pickle"
+
+    def _load(self, name: str) -> dict[str, Any] | None:
+        try:
+            data = _loads(self._entry_path(name).read_bytes())
+        except (OSError, CorruptEntry):
+            return None
+        if not isinstance(data, dict) or data.get("name") != name:
+            return None
+        return data
+
+    def _store(self, name: str, data: dict[str, Any]) -> None:
+        if not self._prepare():
+            return
+        with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+            _atomic_write(self._entry_path(name), _dumps({"name": name, **data}))
+
+    # ---- summaries -------------------------------------------------------------------
+    def provider(self, fallback: Provider) -> Provider:
+        """Wrap a summary provider: cached entries first, the rest parsed (in parallel)."""
+
+        def provide(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
+            results: list[ModuleSummary | FileError | None] = [None] * len(requests)
+            missing: list[int] = []
+            digests: dict[int, str] = {}
+            for i, request in enumerate(requests):
+                data = read_source(request.path)
+                if isinstance(data, FileError):
+                    results[i] = data
+                    continue
+                digest = hashlib.sha256(data).hexdigest()
+                digests[i] = digest
+                entry = self._load(f"summary:{request.path}")
+                summary = None
+                if entry is not None and entry.get("sha256") == digest:
+                    summary = entry.get("summary")
+                if isinstance(summary, ModuleSummary) and summary.module == request.module:
+                    results[i] = summary
+                    self.hits += 1
+                else:
+                    missing.append(i)
+            if missing:
+                self.misses += len(missing)
+                parsed = fallback([requests[i] for i in missing])
+                for i, result in zip(missing, parsed, strict=False):
+                    results[i] = result
+                    if isinstance(result, ModuleSummary):
+                        self._store(f"summary:{requests[i].path}", {"sha256": digests[i], "summary": result})
+            return [r if r is not None else parse_module(requests[i]) for i, r in enumerate(results)]
+
+        return provide
+
+    # ---- contract --------------------------------------------------------------------
+    def contract_fingerprint(self) -> str:
+        h = hashlib.sha256()
+        root = str(self.engine.root)
+        skip = {os.path.join(root, *m.split("/")) for m in self.engine.pack.models}
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.path not in skip and not entry.name.startswith(".") and entry.name != "__pycache__":
+                        stack.append(entry.path)
+                elif entry.name.endswith(".py"):
+                    try:
+                        st = entry.stat()
+                    except OSError:
+                        continue
+                    h.update(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+        return h.hexdigest()
+
+    def load_contract(self, fingerprint: str) -> Contract | None:
+        entry = self._load("contract")
+        if entry is None or entry.get("fingerprint") != fingerprint:
+            return None
+        members, errors = entry.get("members"), entry.get("errors")
+        if not isinstance(members, dict) or not all(isinstance(m, MemberContract) for m in members.values()):
+            return None
+        if not isinstance(errors, list) or not all(isinstance(e, FileError) for e in errors):
+            return None
+        extra = entry.get("extra", {})
+        return Contract(self.engine, members, int(entry.get("scanned_files", 0)), errors, extra if isinstance(extra, dict) else {})
+
+    def store_contract(self, fingerprint: str, contract: Contract) -> None:
+        data = {
+            "fingerprint": fingerprint,
+            "members": contract.members,
+            "errors": contract.errors,
+            "scanned_files": contract.scanned_files,
+            "extra": contract.extra,
+        }
+        self._store("contract", data)
+
+
+__all__ = ["CACHE_DIR_NAME", "Cache"]

@@ -1,0 +1,246 @@
+"""``[tool.eagle3lint]`` in ``pyproject.toml``: found by walking up, validated strictly.
+
+An unknown key, a wrong type or an unknown rule code is a :class:`ConfigError` naming the key
+and the file (exit code 2): a typo in a linter's configuration must never silently disable it.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+from eagle3lint.errors import UsageError
+
+OUTPUT_FORMATS_KEY = "output-format"
+ENGINE_NAMES = ("sglang", "vllm")
+
+
+class ConfigError(UsageError):
+    """A configuration file that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class ExtraMember:
+    name: str
+    kind: str = "method"
+    role: str = "target"
+    summary: str = "a member this project's configuration requires"
+    required: bool = False
+
+
+@dataclass(frozen=True)
+class EngineOverrides:
+    extra_members: tuple[ExtraMember, ...] = ()
+    # Folders or files (relative to the config file) holding out-of-tree models to check too.
+    extra_models: tuple[Path, ...] = ()
+
+
+@dataclass
+class Settings:
+    path: Path | None = None  # the file the settings came from
+    engine: str | None = None
+    engine_root: Path | None = None
+    select: list[str] | None = None
+    extend_select: list[str] = field(default_factory=list)
+    ignore: list[str] = field(default_factory=list)
+    per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    unsafe_fixes: bool = False
+    output_format: str | None = None
+    baseline: Path | None = None
+    cache_dir: Path | None = None
+    engines: dict[str, EngineOverrides] = field(default_factory=dict)
+
+    @property
+    def root(self) -> Path:
+        """Where relative paths in the settings (and the cache) are anchored."""
+        return self.path.parent if self.path else Path.cwd()
+
+    def digest(self) -> str:
+        """What in the settings changes analysis results (keys the cache)."""
+        data = {
+            name: [
+                [[m.name, m.kind, m.role, m.required] for m in o.extra_members],
+                [str(p) for p in o.extra_models],
+            ]
+            for name, o in sorted(self.engines.items())
+        }
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "config-file": str(self.path) if self.path else None,
+            "engine": self.engine,
+            "engine-root": str(self.engine_root) if self.engine_root else None,
+            "select": self.select,
+            "extend-select": self.extend_select,
+            "ignore": self.ignore,
+            "per-file-ignores": self.per_file_ignores,
+            "unsafe-fixes": self.unsafe_fixes,
+            "output-format": self.output_format,
+            "baseline": str(self.baseline) if self.baseline else None,
+            "cache-dir": str(self.cache_dir) if self.cache_dir else None,
+            **{
+                name: {
+                    "extra-members": [m.__dict__ for m in o.extra_members],
+                    "extra-models": [str(p) for p in o.extra_models],
+                }
+                for name, o in self.engines.items()
+            },
+        }
+
+
+_TOP_KEYS: dict[str, type] = {
+    "engine": str,
+    "engine-root": str,
+    "select": list,
+    "extend-select": list,
+    "ignore": list,
+    "per-file-ignores": dict,
+    "unsafe-fixes": bool,
+    OUTPUT_FORMATS_KEY: str,
+    "baseline": str,
+    "cache-dir": str,
+    "sglang": dict,
+    "vllm": dict,
+}
+_ENGINE_KEYS: dict[str, type] = {"extra-members": list, "extra-models": list}
+_MEMBER_KEYS: dict[str, type] = {"name": str, "kind": str, "role": str, "summary": str, "required": bool}
+_TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", bool: "a boolean"}
+
+
+def find_config(start: Path | None = None) -> Path | None:
+    """The nearest ``pyproject.toml`` with a ``[tool.eagle3lint]`` table, walking up."""
+    folder = (start or Path.cwd()).resolve()
+    for candidate in [folder, *folder.parents]:
+        path = candidate / "pyproject.toml"
+        if path.is_file():
+            try:
+                data = _read_toml(path)
+            except ConfigError:
+                raise
+            if "eagle3lint" in data.get("tool", {}):
+                return path
+    return None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read configuration: {exc.strerror or exc}") from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not valid UTF-8 ({exc.reason} at byte {exc.start})") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def _check_keys(path: Path, where: str, table: dict[str, Any], allowed: dict[str, type]) -> None:
+    for key, value in table.items():
+        if key not in allowed:
+            close = difflib.get_close_matches(key, list(allowed), n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise ConfigError(f"{path}: {where}: unknown key '{key}'{hint}")
+        expected = allowed[key]
+        if not isinstance(value, expected):
+            raise ConfigError(f"{path}: {where}: '{key}' must be {_TYPE_NAMES[expected]}, not {type(value).__name__}")
+
+
+def _codes(path: Path, where: str, key: str, values: list[Any], known: set[str]) -> list[str]:
+    out = []
+    for value in values:
+        if not isinstance(value, str):
+            raise ConfigError(f"{path}: {where}: '{key}' must hold strings, found {value!r}")
+        code = value.strip().upper()
+        if code != "ALL" and not any(k.startswith(code) for k in known):
+            raise ConfigError(f"{path}: {where}: '{key}' names unknown rule code '{value}'")
+        out.append(code)
+    return out
+
+
+def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
+    """Settings from ``config`` (``--config``), else the nearest pyproject.toml, else defaults."""
+    from eagle3lint.checks import REGISTRY
+    from eagle3lint.report import FORMATS
+
+    path = config or find_config(start)
+    if path is None:
+        return Settings()
+    if config is not None and not config.is_file():
+        raise ConfigError(f"--config {config}: no such file")
+    data = _read_toml(path)
+    if path.name == "pyproject.toml" or "tool" in data:
+        table = data.get("tool", {}).get("eagle3lint")
+        if table is None:
+            raise ConfigError(f"{path}: has no [tool.eagle3lint] table")
+        where = "[tool.eagle3lint]"
+    else:
+        table, where = data, "top level"
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: {where} must be a table")
+    _check_keys(path, where, table, _TOP_KEYS)
+    known = REGISTRY.codes()
+    settings = Settings(path=path.resolve())
+    base = path.resolve().parent
+    if "engine" in table:
+        if table["engine"] not in ENGINE_NAMES:
+            raise ConfigError(f"{path}: {where}: 'engine' must be one of {', '.join(ENGINE_NAMES)}, not '{table['engine']}'")
+        settings.engine = table["engine"]
+    if "engine-root" in table:
+        settings.engine_root = base / table["engine-root"]
+    if "select" in table:
+        settings.select = _codes(path, where, "select", table["select"], known)
+    settings.extend_select = _codes(path, where, "extend-select", table.get("extend-select", []), known)
+    settings.ignore = _codes(path, where, "ignore", table.get("ignore", []), known)
+    for pattern, codes in table.get("per-file-ignores", {}).items():
+        if not isinstance(codes, list):
+            raise ConfigError(f"{path}: {where}: 'per-file-ignores' values must be arrays of codes ('{pattern}')")
+        settings.per_file_ignores[pattern] = _codes(path, where, f"per-file-ignores.{pattern}", codes, known)
+    settings.unsafe_fixes = table.get("unsafe-fixes", False)
+    if OUTPUT_FORMATS_KEY in table:
+        if table[OUTPUT_FORMATS_KEY] not in FORMATS:
+            raise ConfigError(
+                f"{path}: {where}: 'output-format' must be one of {', '.join(FORMATS)}, not '{table[OUTPUT_FORMATS_KEY]}'"
+            )
+        settings.output_format = table[OUTPUT_FORMATS_KEY]
+    if "baseline" in table:
+        settings.baseline = base / table["baseline"]
+    if "cache-dir" in table:
+        settings.cache_dir = base / table["cache-dir"]
+    for engine in ENGINE_NAMES:
+        if engine in table:
+            settings.engines[engine] = _engine_overrides(path, f"[tool.eagle3lint.{engine}]", table[engine], base)
+    return settings
+
+
+def _engine_overrides(path: Path, where: str, table: dict[str, Any], base: Path) -> EngineOverrides:
+    _check_keys(path, where, table, _ENGINE_KEYS)
+    members = []
+    for entry in table.get("extra-members", []):
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{path}: {where}: 'extra-members' entries must be tables with a 'name'")
+        _check_keys(path, f"{where} extra-members", entry, _MEMBER_KEYS)
+        if "name" not in entry:
+            raise ConfigError(f"{path}: {where}: an 'extra-members' entry lacks 'name'")
+        if entry.get("kind", "method") not in ("method", "attribute"):
+            raise ConfigError(f"{path}: {where}: extra member '{entry['name']}': 'kind' must be 'method' or 'attribute'")
+        if entry.get("role", "target") not in ("target", "draft"):
+            raise ConfigError(f"{path}: {where}: extra member '{entry['name']}': 'role' must be 'target' or 'draft'")
+        members.append(ExtraMember(**{k.replace("-", "_"): v for k, v in entry.items()}))
+    models = []
+    for item in table.get("extra-models", []):
+        if not isinstance(item, str):
+            raise ConfigError(f"{path}: {where}: 'extra-models' must hold paths (strings)")
+        models.append(base / item)
+    return EngineOverrides(tuple(members), tuple(models))
