@@ -34,7 +34,7 @@ class ExtraMember:
     name: str
     kind: str = "method"
     role: str = "target"
-    summary: str = "a member this project's configuration requires"
+    summary: str = ""
     required: bool = False
 
 

@@ -92,11 +92,12 @@ class ProjectIndex:
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
+        path = path.resolve()
         try:
             name, is_package = module_name(self.engine.root, path)
         except ValueError:
             # An out-of-tree model (configured extra-models): a name no engine module can take.
-            name, is_package = "__extra__." + ".".join(path.resolve().with_suffix("").parts[1:]).replace("-", "_"), False
+            name, is_package = "__extra__." + ".".join(path.with_suffix("").parts[1:]).replace("-", "_"), False
         return ParseRequest(str(path), name, is_package, self.walk_names)
 
     def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:

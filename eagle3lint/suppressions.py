@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from eagle3lint.findings import Finding
 
-_NOQA_RE = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z]+[0-9]+(?:\s*,\s*[A-Z]+[0-9]+)*)", re.I)
+_NOQA_RE = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z][A-Z0-9]*(?:[\s,]+[A-Z][A-Z0-9]*\b)*)", re.I)
 _IGNORE_RE = re.compile(r"#\s*eagle3lint\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?![-\w])", re.I)
 _IGNORE_FILE_RE = re.compile(r"^\s*#\s*eagle3lint\s*:\s*ignore-file\b", re.I | re.M)
 
@@ -44,7 +44,7 @@ def scan_suppressions(text: str) -> FileSuppressions:
         if "#" not in line:
             continue
         for match in _NOQA_RE.finditer(line):
-            codes = tuple(c.strip().upper() for c in match["codes"].split(","))
+            codes = tuple(c.upper() for c in re.split(r"[\s,]+", match["codes"]) if c)
             ours = tuple(c for c in codes if c.startswith("E3L"))
             if ours:
                 found.comments.append(Suppression(number, match.start() + 1, ours, match.group(0)))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,9 @@ FIXTURES = REPO / "fixtures"
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    if env is None:
+        # The checkout under test comes first, installed or not, whatever the cwd.
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     return subprocess.run(
         [sys.executable, "-m", "eagle3lint", *map(str, args)],
         capture_output=True,

@@ -12,6 +12,8 @@ from eagle3lint.rulepack import MemberSpec
 
 
 def describe_member(spec: MemberSpec) -> str:
+    if not spec.summary:
+        return "the project's eagle3lint configuration requires it"
     if spec.kind == "attribute":
         return f"`{spec.name}` is {spec.summary}"
     return f"it {spec.summary}"

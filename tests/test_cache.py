@@ -1,0 +1,115 @@
+"""The per-file cache: warm runs agree with cold ones, cross-file edits are seen, and a bad
+cache is never trusted."""
+
+from __future__ import annotations
+
+import pickle
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FIXTURES, REPO, run_cli, run_json
+
+
+@pytest.fixture()
+def tree(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES / "sglang_basic", tmp_path / "t")
+    return tmp_path / "t"
+
+
+def _keys(data: dict) -> list[tuple[str, str, str]]:
+    return sorted((f["code"], f["class"], f["method"]) for f in data["findings"])
+
+
+def test_cache_folder_layout_and_warm_equals_cold(tree: Path) -> None:
+    _, cold = run_json("check", ".", "--no-cache", cwd=tree)
+    assert not (tree / ".eagle3lint_cache").exists()
+    _, first = run_json("check", ".", cwd=tree)
+    cache = tree / ".eagle3lint_cache"
+    assert (cache / ".gitignore").read_text().strip().endswith("*")
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    entries = list(cache.glob("*/*.pickle"))
+    assert len(entries) > 10
+    _, warm = run_json("check", ".", cwd=tree)
+    assert _keys(cold) == _keys(first) == _keys(warm)
+
+
+def test_cross_file_change_invalidates_dependent_results(tree: Path) -> None:
+    run_json("check", ".", cwd=tree)
+    _, before = run_json("check", "sglang/srt/models/inherited.py", cwd=tree)
+    assert before["findings"] == []
+    # The base class lives in another file: remove one of its methods.
+    base = tree / "sglang/srt/models/llama_like.py"
+    text = base.read_text()
+    start = text.index("    def get_embed_and_head(self):")
+    end = text.index("    def set_embed_and_head(")
+    base.write_text(text[:start] + text[end:])
+    _, after = run_json("check", "sglang/srt/models/inherited.py", cwd=tree)
+    assert {(f["class"], f["method"]) for f in after["findings"]} == {
+        ("InheritedForCausalLM", "get_embed_and_head"),
+        ("DottedBaseForCausalLM", "get_embed_and_head"),
+    }
+
+
+def test_engine_call_site_change_invalidates_the_contract(tree: Path) -> None:
+    run_json("check", ".", cwd=tree)
+    worker = tree / "sglang/srt/speculative/eagle_worker.py"
+    worker.write_text(worker.read_text().replace(
+        "embed, head = self.target_worker.model_runner.model.get_embed_and_head()",
+        "embed, head = getattr(self.target_worker.model_runner.model, 'get_embed_and_head', lambda: (None, None))()",
+    ))
+    _, data = run_json("check", ".", cwd=tree)
+    assert "get_embed_and_head" not in {f["method"] for f in data["findings"] if f["code"] in ("E3L001", "E3L004")}
+
+
+def test_corrupt_and_foreign_entries_are_ignored(tree: Path) -> None:
+    _, cold = run_json("check", ".", cwd=tree)
+    entries = sorted((tree / ".eagle3lint_cache").glob("*/*.pickle"))
+    entries[0].write_bytes(b"\x80\x05garbage")
+    entries[1].write_bytes(b"")
+    entries[2].write_bytes(pickle.dumps({"name": "something else", "summary": 42}))
+    code, warm = run_json("check", ".", cwd=tree)
+    assert code == 1 and _keys(warm) == _keys(cold) and warm["errors"] == []
+
+
+def test_a_planted_pickle_cannot_run_code(tree: Path, tmp_path: Path) -> None:
+    run_json("check", ".", cwd=tree)
+    marker = tmp_path / "pwned"
+
+    class Exploit:
+        def __reduce__(self):  # type: ignore[no-untyped-def]
+            return (Path.write_text, (marker, "pwned"))
+
+    for entry in (tree / ".eagle3lint_cache").glob("*/*.pickle"):
+        entry.write_bytes(pickle.dumps({"name": "x", "summary": Exploit()}))
+    code, data = run_json("check", ".", cwd=tree)
+    assert not marker.exists()
+    assert code == 1 and len(data["findings"]) == 13
+
+
+def test_unwritable_cache_folder_still_checks(tree: Path) -> None:
+    (tree / ".eagle3lint_cache").write_text("not a folder")
+    code, data = run_json("check", ".", cwd=tree)
+    assert code == 1 and len(data["findings"]) == 13
+
+
+def test_check_path_does_not_import_libcst_or_astroid(tree: Path) -> None:
+    probe = (
+        "import sys\n"
+        "from eagle3lint.cli import main\n"
+        "try:\n"
+        f"    main(['check', {str(tree)!r}])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('HEAVY', sorted(m for m in ('libcst', 'astroid') if m in sys.modules))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
+    assert "HEAVY []" in done.stdout, done.stdout + done.stderr
+
+
+def test_no_cache_flag_with_cli() -> None:
+    done = run_cli("check", FIXTURES / "sglang_basic", "--no-cache")
+    assert done.returncode == 1

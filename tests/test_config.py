@@ -1,0 +1,121 @@
+"""[tool.eagle3lint] settings: discovery, merging with the command line, strict validation."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FIXTURES, run_cli, run_json
+
+
+@pytest.fixture()
+def project(tmp_path: Path) -> Path:
+    shutil.copytree(FIXTURES / "sglang_basic", tmp_path / "proj")
+    return tmp_path / "proj"
+
+
+def _write(project: Path, body: str) -> Path:
+    path = project / "pyproject.toml"
+    path.write_text("[project]\nname = 'fork'\n\n[tool.eagle3lint]\n" + body)
+    return path
+
+
+def test_config_found_by_walking_up_from_cwd(project: Path) -> None:
+    _write(project, 'select = ["E3L004"]\n')
+    code, data = run_json("check", "sglang/srt/models", cwd=project / ".")
+    assert code == 1
+    assert {f["code"] for f in data["findings"]} == {"E3L004"}
+    sub = project / "sglang/srt"
+    code, data = run_json("check", "models", cwd=sub)
+    assert {f["code"] for f in data["findings"]} == {"E3L004"}
+
+
+def test_command_line_select_overrides_and_ignore_adds(project: Path) -> None:
+    _write(project, 'select = ["E3L004"]\nignore = ["E3L005"]\n')
+    _, data = run_json("check", ".", "--select", "E3L001,E3L005", cwd=project)
+    assert {f["code"] for f in data["findings"]} == {"E3L001"}
+
+
+def test_extend_select_and_per_file_ignores(project: Path) -> None:
+    _write(project, 'extend-select = ["E3L900"]\n[tool.eagle3lint.per-file-ignores]\n"sglang/srt/models/wrapper_*.py" = ["E3L004"]\n')
+    _, data = run_json("check", ".", cwd=project)
+    assert not [f for f in data["findings"] if f["code"] == "E3L004" and "wrapper_" in f["path"]]
+    assert [f for f in data["findings"] if f["code"] == "E3L001"]
+
+
+def test_output_format_and_engine_root_from_config(project: Path) -> None:
+    _write(project, 'output-format = "json"\nengine-root = "sglang"\n')
+    done = run_cli("check", cwd=project)
+    assert json.loads(done.stdout)["engine"]["name"] == "sglang"
+
+
+def test_explicit_config_file(project: Path, tmp_path: Path) -> None:
+    other = tmp_path / "lint.toml"
+    other.write_text('select = ["E3L003"]\n')
+    _, data = run_json("check", ".", "--config", other, cwd=project)
+    assert {f["code"] for f in data["findings"]} == {"E3L003"}
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ('selct = ["E3L001"]\n', "unknown key 'selct' (did you mean 'select'?)"),
+        ('select = "E3L001"\n', "'select' must be an array, not str"),
+        ('ignore = ["E3L777"]\n', "'ignore' names unknown rule code 'E3L777'"),
+        ('engine = "tgi"\n', "'engine' must be one of sglang, vllm"),
+        ('output-format = "xml"\n', "'output-format' must be one of"),
+        ("unsafe-fixes = 1\n", "'unsafe-fixes' must be a boolean"),
+        ('[tool.eagle3lint.sglang]\nextra-members = [{ nme = "x" }]\n', "unknown key 'nme'"),
+        ("select = [\n", "invalid TOML"),
+    ],
+)
+def test_bad_config_is_a_clear_error_naming_file_and_key(project: Path, body: str, message: str) -> None:
+    path = _write(project, body)
+    done = run_cli("check", ".", cwd=project)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert str(path) in done.stderr or "pyproject.toml" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_missing_config_file(project: Path) -> None:
+    done = run_cli("check", ".", "--config", project / "nope.toml", cwd=project)
+    assert done.returncode == 2 and "no such file" in done.stderr
+
+
+def test_extra_required_member(project: Path) -> None:
+    _write(
+        project,
+        '[tool.eagle3lint.sglang]\nextra-members = [{ name = "get_aux_width", role = "target", required = true }]\n',
+    )
+    _, data = run_json("check", "sglang/srt/models/llama_like.py", cwd=project)
+    (finding,) = data["findings"]
+    assert (finding["code"], finding["method"]) == ("E3L001", "get_aux_width")
+    assert finding["related"][0]["path"].endswith("pyproject.toml")
+
+
+def test_extra_models_outside_the_engine(project: Path) -> None:
+    plugins = project / "plugins"
+    plugins.mkdir()
+    (plugins / "my_model.py").write_text(
+        "from torch import nn\n\n"
+        "class MyForCausalLM(nn.Module):\n"
+        "    def __init__(self, config):\n"
+        "        self.lm_head = nn.Linear(1, 1)\n\n"
+        "EntryClass = MyForCausalLM\n"
+    )
+    _write(project, '[tool.eagle3lint.sglang]\nextra-models = ["plugins"]\n')
+    _, data = run_json("check", "plugins", "--engine-root", "sglang", cwd=project)
+    assert {(f["class"], f["code"]) for f in data["findings"]} == {("MyForCausalLM", "E3L001")}
+
+
+def test_show_config_prints_merged_settings(project: Path) -> None:
+    _write(project, 'select = ["E3L004"]\nunsafe-fixes = true\n')
+    done = run_cli("show-config", cwd=project)
+    assert done.returncode == 0
+    shown = json.loads(done.stdout)
+    assert shown["select"] == ["E3L004"] and shown["unsafe-fixes"] is True
+    assert shown["config-file"].endswith("pyproject.toml")
