@@ -75,6 +75,16 @@ def model_files(engine: Engine) -> list[Path]:
     return files
 
 
+def files_to_discover(engine: Engine, scope: list[Path]) -> list[Path]:
+    """The model files whose registrations are read up front: those in the reporting scope.
+
+    Anything else a model needs (bases, inner models) is parsed on demand by the index, so a
+    pre-commit run on one file parses that file and what it leans on, not the whole folder.
+    """
+    files = model_files(engine)
+    return [f for f in files if in_scope(str(f), scope)]
+
+
 def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
     pack = engine.pack
     walk = (
@@ -126,7 +136,7 @@ def run_check(
             index = build_index(engine, pool)
             if cache is not None:
                 index.provider = cache.provider(pool.parse)
-            modules = index.load_files(model_files(engine))
+            modules = index.load_files(files_to_discover(engine, scope))
             extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
             extra_files = [p for item in extra_models for p in ([item] if item.is_file() else iter_python_files(item))]
             # A single file outside the models folders can still be the reporting scope.
