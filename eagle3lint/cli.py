@@ -86,6 +86,15 @@ def check(
     verbose: bool,
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
+    from eagle3lint.file_scope import engine_files, is_file_list
+
+    if not release and is_file_list(paths):
+        # A hook passes the changed files: only those in an engine tree are ours to report on.
+        paths = tuple(engine_files(paths, engine, engine_root))
+        if not paths:
+            if verbose:
+                click.echo("eagle3lint: no model or engine file among the given files; nothing to check", err=True)
+            sys.exit(EXIT_CLEAN)
     from eagle3lint.checks import REGISTRY
     from eagle3lint.report import writer_for
     from eagle3lint.runner import run_check
