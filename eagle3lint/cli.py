@@ -104,10 +104,21 @@ def check(
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
     from eagle3lint.config import load_settings
+    from eagle3lint.file_scope import engine_files, is_file_list
+
+    settings = load_settings(config_file)
+    if not release and is_file_list(paths):
+        # A hook passes the changed files: only those in an engine tree (or in the configured
+        # out-of-tree model folders) are ours to report on.
+        extra = [p for o in settings.engines.values() for p in o.extra_models]
+        paths = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
+        if not paths:
+            if verbose:
+                click.echo("eagle3lint: no model or engine file among the given files; nothing to check", err=True)
+            sys.exit(EXIT_CLEAN)
     from eagle3lint.report import writer_for
     from eagle3lint.runner import run_check
 
-    settings = load_settings(config_file)
     selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
     _validate_codes([*selected, *extended, *ignored])
     found, scope = resolve_engine(

@@ -15,7 +15,10 @@ if TYPE_CHECKING:
 
 FORMATS: dict[str, str] = {
     "concise": "eagle3lint.report.concise:write_concise",
+    "full": "eagle3lint.report.full:write_full",
     "json": "eagle3lint.report.jsonfmt:write_json",
+    "sarif": "eagle3lint.report.sarif:write_sarif",
+    "github": "eagle3lint.report.github:write_github",
 }
 
 Writer = Callable[["CheckResult", TextIO, bool], Any]

@@ -32,11 +32,17 @@ def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> No
             f"{finding.code}{variant} {finding.message}\n"
         )
     if verbose:
-        for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
-            variant = f" [{model.variant}]" if model.variant else ""
-            out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}\n")
-        for entry in result.unresolved:
-            out.write(f"  unresolved    {entry.name} in {display_path(entry.path, fallback_root=root)}: {entry.reason}\n")
-        for note in result.notes:
-            out.write(f"  note: {note}\n")
+        write_model_listing(result, out)
     out.write(summary_line(result) + "\n")
+
+
+def write_model_listing(result: CheckResult, out: TextIO) -> None:
+    """What ``-v`` adds: every model class with its classification, unresolved entries, notes."""
+    root = result.engine.source_root
+    for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
+        variant = f" [{model.variant}]" if model.variant else ""
+        out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}\n")
+    for entry in result.unresolved:
+        out.write(f"  unresolved    {entry.name} in {display_path(entry.path, fallback_root=root)}: {entry.reason}\n")
+    for note in result.notes:
+        out.write(f"  note: {note}\n")

@@ -18,3 +18,33 @@ def display_path(path: str, base: Path | None = None, fallback_root: Path | None
         if not rel.startswith(".."):
             return rel
     return path
+
+
+def git_toplevel(path: Path) -> Path | None:
+    """The work tree holding ``path`` (a ``.git`` folder, or a file in worktrees and submodules),
+    found by walking up: no ``git`` process is started."""
+    for folder in [path, *path.parents]:
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def report_base(engine_root: Path, cwd: Path | None = None) -> Path:
+    """The folder CI tools want paths relative to: the repository holding the engine, else the
+    working directory when the engine is inside it, else the engine's source root."""
+    root = engine_root.resolve()
+    top = git_toplevel(root)
+    if top is not None:
+        return top
+    here = (cwd or Path.cwd()).resolve()
+    if here == root or here in root.parents:
+        return here
+    return root.parent
+
+
+def relative_posix(path: str, base: Path) -> str | None:
+    """``path`` relative to ``base`` with ``/`` separators, or None when it lies outside."""
+    try:
+        return Path(path).resolve().relative_to(base).as_posix()
+    except ValueError:
+        return None

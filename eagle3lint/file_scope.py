@@ -1,0 +1,47 @@
+"""Which of a list of files (as pre-commit passes them) belong to an engine tree.
+
+A commit that touches no model or engine file must cost next to nothing: this looks only at the
+file names and the folders above them, never at their contents.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eagle3lint.engine import discover_engine
+from eagle3lint.errors import UsageError
+
+PYTHON_SUFFIXES = (".py", ".pyi")
+
+
+def is_file_list(paths: tuple[Path, ...]) -> bool:
+    """Only existing files, no folders: the shape of a hook's argument list."""
+    return bool(paths) and all(p.is_file() for p in paths)
+
+
+def engine_files(
+    paths: tuple[Path, ...],
+    engine: str | None = None,
+    engine_root: Path | None = None,
+    extra_models: list[Path] | None = None,
+) -> list[Path]:
+    """The Python files among ``paths`` that lie inside an engine package (the one at
+    ``engine_root`` when given, else any found by walking up from each file), or inside one of
+    the configured out-of-tree model folders."""
+    # Resolved like the engine root, so module names can be derived from them.
+    python = [p.resolve() for p in paths if p.suffix in PYTHON_SUFFIXES]
+    extra = [e.resolve() for e in extra_models or []]
+    python_extra = [p for p in python if any(p == e or e in p.parents for e in extra)]
+    if engine_root is not None:
+        root = discover_engine([], engine=engine, engine_root=engine_root).root.resolve()
+        return [p for p in python if root in p.parents or p in python_extra]
+    inside: list[Path] = list(python_extra)
+    for path in python:
+        if path in python_extra:
+            continue
+        try:
+            discover_engine([path], engine=engine)
+        except UsageError:
+            continue
+        inside.append(path)
+    return inside

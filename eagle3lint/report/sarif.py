@@ -1,0 +1,151 @@
+"""SARIF 2.1.0 for code scanning: rules generated from the rule docs, repository-relative paths,
+the engine call sites as related locations, and fingerprints that survive unrelated edits."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TextIO
+from urllib.parse import quote
+
+from eagle3lint import __version__
+from eagle3lint.checks import REGISTRY
+from eagle3lint.report.paths import relative_posix, report_base
+
+if TYPE_CHECKING:
+    from eagle3lint.checks.base import Rule
+    from eagle3lint.findings import Finding
+    from eagle3lint.runner import CheckResult
+
+SARIF_VERSION = "2.1.0"
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+# Placeholder: the project's public home is not decided yet; code scanning links rules here.
+INFORMATION_URI = "https://pypi.org/project/eagle3lint/"
+SRCROOT = "%SRCROOT%"
+FINGERPRINT_KEY = "eagle3lint/v1"
+
+LEVELS = {"error": "error", "warning": "warning", "info": "note"}
+
+
+def fingerprint(finding: Finding) -> str:
+    """Stable across runs and line shifts: what is wrong (code, member) and where (qualname)."""
+    key = "\0".join([finding.code, finding.qualname, finding.method, finding.variant or ""])
+    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+
+
+def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
+    sections = rule.doc_sections()
+    full = "\n\n".join(s for s in (sections.get("What it does"), sections.get("Why is this bad?")) if s)
+    docs = rule.documentation()
+    return {
+        "id": rule.code,
+        "name": rule.name,
+        "shortDescription": {"text": rule.summary()},
+        "fullDescription": {"text": full or rule.summary()},
+        "help": {"text": docs, "markdown": docs},
+        "defaultConfiguration": {"level": LEVELS[rule.severity], "enabled": rule.default_enabled},
+        "properties": {"tags": ["eagle3", rule.family], "fixSafety": rule.fix_safety},
+    }
+
+
+class Locator:
+    """Turns file paths into SARIF artifact locations relative to one base (``%SRCROOT%``)."""
+
+    def __init__(self, base: Path) -> None:
+        self.base = base
+
+    def artifact(self, path: str) -> dict[str, str]:
+        rel = relative_posix(path, self.base)
+        if rel is None:  # outside the repository: an absolute URI, no base
+            return {"uri": Path(path).resolve().as_uri()}
+        return {"uri": quote(rel), "uriBaseId": SRCROOT}
+
+    def physical(self, path: str, line: int, column: int | None = None) -> dict[str, Any]:
+        location: dict[str, Any] = {"artifactLocation": self.artifact(path)}
+        if line >= 1:
+            region: dict[str, int] = {"startLine": line}
+            if column is not None and column >= 1:
+                region["startColumn"] = column
+            location["region"] = region
+        return location
+
+    def original_uri_base_ids(self) -> dict[str, Any]:
+        return {SRCROOT: {"uri": self.base.as_uri().rstrip("/") + "/"}}
+
+
+def sarif_result(finding: Finding, rule_index: dict[str, int], locator: Locator) -> dict[str, Any]:
+    properties: dict[str, Any] = {
+        "class": finding.class_name,
+        "qualname": finding.qualname,
+        "member": finding.method,
+        "rule": finding.rule,
+    }
+    if finding.variant is not None:
+        properties["variant"] = finding.variant
+    if finding.fix is not None:
+        properties["fix"] = finding.fix.to_json()
+    result: dict[str, Any] = {
+        "ruleId": finding.code,
+        "level": LEVELS.get(finding.severity, "warning"),
+        "message": {"text": finding.message},
+        "locations": [
+            {
+                "physicalLocation": locator.physical(finding.path, finding.line, finding.column),
+                "logicalLocations": [
+                    {"fullyQualifiedName": finding.qualname, "name": finding.class_name, "kind": "type"}
+                ],
+            }
+        ],
+        "partialFingerprints": {FINGERPRINT_KEY: fingerprint(finding)},
+        "properties": properties,
+    }
+    if finding.code in rule_index:
+        result["ruleIndex"] = rule_index[finding.code]
+    if finding.related:
+        result["relatedLocations"] = [
+            {
+                "id": number,
+                "physicalLocation": locator.physical(site.path, site.line),
+                "message": {"text": site.message},
+            }
+            for number, site in enumerate(finding.related, start=1)
+        ]
+    return result
+
+
+def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, Any]:
+    locator = Locator(report_base(result.engine.root, cwd))
+    rules = list(REGISTRY)
+    rule_index = {rule.code: number for number, rule in enumerate(rules)}
+    notifications = [
+        {
+            "level": "error",
+            "message": {"text": f"could not be analysed: {error.message}"},
+            "locations": [{"physicalLocation": locator.physical(error.path, 0)}],
+        }
+        for error in result.errors
+    ]
+    run: dict[str, Any] = {
+        "tool": {
+            "driver": {
+                "name": "eagle3lint",
+                "version": __version__,
+                "semanticVersion": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [rule_descriptor(rule) for rule in rules],
+            }
+        },
+        "originalUriBaseIds": locator.original_uri_base_ids(),
+        "invocations": [
+            {"executionSuccessful": not result.errors, "toolExecutionNotifications": notifications}
+        ],
+        "results": [sarif_result(f, rule_index, locator) for f in result.findings],
+        "properties": {"engine": {"name": result.engine.name, "version": result.engine.version}},
+    }
+    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+
+
+def write_sarif(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+    json.dump(result_to_sarif(result), out, indent=2)
+    out.write("\n")
