@@ -19,6 +19,7 @@ from eagle3lint.verify.knowledge import CrashPattern, EngineKnowledge
 _WORKER_PREFIX = re.compile(r"^\([\w\-]+ pid=\d+\) ", re.M)
 _TRACEBACK = "Traceback (most recent call last):"
 _EXCEPTION_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b(?::.*)?$")
+_CHAIN_MARKERS = ("During handling of the above exception", "The above exception was the direct cause")
 _FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+)')
 _MAX_BLOCK_LINES = 300
 _TAIL_LINES = 300
@@ -90,11 +91,20 @@ def exception_block(log: str, knowledge: EngineKnowledge) -> list[str]:
     if start is None:
         return []
     block = [lines[start]]
-    for line in lines[start + 1 : start + _MAX_BLOCK_LINES]:
+    rest = lines[start + 1 : start + _MAX_BLOCK_LINES]
+    for i, line in enumerate(rest):
         if knowledge.record_start.search(line):
             break
         block.append(line)
+        # A traceback ends at its exception line, unless a chained exception follows; what comes
+        # after is another process's output (vLLM's API server re-raising "see root cause above").
+        if _EXCEPTION_LINE.match(line) and not _chain_follows(rest[i + 1 : i + 4]):
+            break
     return block
+
+
+def _chain_follows(lines: list[str]) -> bool:
+    return any(line.startswith(_CHAIN_MARKERS) for line in lines)
 
 
 def last_exception(block: list[str]) -> str | None:

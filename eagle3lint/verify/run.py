@@ -34,7 +34,7 @@ from eagle3lint.verify.measure import make_client, measure, warm_up
 from eagle3lint.verify.options import VerifyOptions
 from eagle3lint.verify.preflight import run_preflight
 from eagle3lint.verify.prompts import Prompt, builtin_prompts, load_prompts
-from eagle3lint.verify.teardown import teardown
+from eagle3lint.verify.teardown import TeardownResult, teardown
 from eagle3lint.verify.wait import EXITED, FATAL, READY, TIMEOUT, Progress, wait_until_ready
 
 
@@ -145,6 +145,17 @@ def _shielded() -> Iterator[None]:
             signal.signal(sig, handler)
 
 
+def _unclean(result: TeardownResult) -> str:
+    problems = []
+    if result.left_running:
+        problems.append(f"processes {', '.join(map(str, result.left_running))} still run")
+    if not result.port_closed:
+        problems.append("its port is still open")
+    if result.gpu_released is False:
+        problems.append("GPU memory it held is not free yet")
+    return f"teardown of the {result.label} server is incomplete: " + "; ".join(problems)
+
+
 class _Session:
     def __init__(
         self,
@@ -210,6 +221,8 @@ class _Session:
                 self.progress.note(f"tearing down the {label} server")
                 result = teardown(server, options.teardown_grace_s, options.teardown_timeout_s, gpu_before, gpu_during, self.inventory_fn)
                 self.report.teardowns.append(result)
+                if not result.clean:
+                    self.report.notes.append(_unclean(result))
         if crashed:
             record.outcome = "crash"
             record.crash = classify_crash(server.read_log(), record.exit_code, knowledge, self._context(str(log_path)))

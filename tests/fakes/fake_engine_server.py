@@ -204,8 +204,8 @@ class Fake:
             sys.exit(1)
         if args.fake_mode == "hang":
             self.log("Capture cuda graph begin. This can take up to several minutes." if self.engine == "sglang" else "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)")
-            self.serve_forever(ready_after=None)
-            return
+            while True:  # stuck in CUDA graph capture: the HTTP server never comes up
+                time.sleep(3600)
         time.sleep(args.fake_load_seconds)
         if self.engine == "sglang":
             self.log("Load weight end. type=FakeForCausalLM, dtype=torch.bfloat16, avail mem=120.00 GB")
@@ -216,6 +216,13 @@ class Fake:
         self.serve_forever(ready_after=args.fake_load_seconds)
 
     def hold_gpu_memory(self, mib: int) -> None:
+        if self.args.fake_gpu_ledger:
+            # Without a GPU: note the "allocation" where the fake nvidia-smi reads it (it counts
+            # only live processes, as the driver frees a dead process's memory).
+            with open(self.args.fake_gpu_ledger, "a", encoding="utf-8") as handle:
+                handle.write(f"{os.getpid()} {os.environ.get('CUDA_VISIBLE_DEVICES', '0')} {mib}\n")
+            self.record("gpu", mib=mib, device=0)
+            return
         import torch  # only the GPU tests ask for this
 
         self.gpu_buffer = torch.ones(mib * 2**20, dtype=torch.uint8, device="cuda")
@@ -412,6 +419,7 @@ def main() -> None:
     parser.add_argument("--fake-ignore-sigterm", action="store_true")
     parser.add_argument("--fake-child", choices=["none", "group", "session"], default="none")
     parser.add_argument("--fake-gpu-mib", type=int, default=0)
+    parser.add_argument("--fake-gpu-ledger", help="record --fake-gpu-mib here for fake_nvidia_smi.py instead of allocating with torch")
     parser.add_argument("--fake-accept", type=float, default=3.0)
     parser.add_argument("--fake-tokens-per-s", type=float, default=4000.0)
     parser.add_argument("--fake-speedup", type=float, default=2.0)
