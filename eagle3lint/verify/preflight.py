@@ -207,10 +207,14 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     for finding in findings:
         rule = REGISTRY.by_code(finding.code)
         family = rule.family if rule else "presence"
-        if finding.severity == "info":
-            status, impact = NOTE, None
+        # Capture data-flow rules predict low acceptance; other errors a start-up crash; other
+        # warnings (a stale override, dead code) predict neither.
+        if finding.severity != "info" and family == "capture":
+            status, impact = PROBLEM, ACCEPTANCE
+        elif finding.severity == "error":
+            status, impact = PROBLEM, CRASH
         else:
-            status, impact = PROBLEM, ACCEPTANCE if family == "capture" else CRASH
+            status, impact = NOTE, None
         result.add("target-class", status, finding.message, impact, rule=finding.code, path=finding.path, line=finding.line)
     if not findings:
         result.add("target-class", OK, f"{arch} ({classes[0].path}) passes the EAGLE-3 checks for {where}", path=classes[0].path)
