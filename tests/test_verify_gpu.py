@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.errors import UsageError
-from eagle3lint.verify.gpus import RELEASE_TOLERANCE_MIB, choose_gpus, gpu_inventory, visible
+from eagle3lint.verify.gpus import (
+    RELEASE_TOLERANCE_MIB,
+    GpuInfo,
+    choose_gpus,
+    gpu_inventory,
+    visible,
+)
 from eagle3lint.verify.run import run_verify
 from tests.fakes.harness import alive, events, fake_pids, make_options, marked_alive
 
@@ -38,7 +44,7 @@ HELD_MIB = 2048
 
 
 @pytest.fixture
-def inventory() -> list:  # type: ignore[type-arg]
+def inventory() -> list[GpuInfo]:
     found = gpu_inventory()
     assert found, "a GPU machine without nvidia-smi or NVML: verify cannot observe GPU memory there"
     return found
@@ -50,19 +56,20 @@ def nothing_left_running() -> Iterator[None]:
     assert marked_alive() == []
 
 
-def visible_indices(inventory: list) -> list[int]:  # type: ignore[type-arg]
+def visible_indices(inventory: list[GpuInfo]) -> list[int]:
     """Physical indices of the GPUs this process may use (CUDA_VISIBLE_DEVICES respected)."""
     return [g.index for g in visible(inventory, os.environ.get("CUDA_VISIBLE_DEVICES"))]
 
 
 @pytest.mark.parametrize("flags", [(), ("--fake-ignore-sigterm",)], ids=["sigterm", "sigkill"])
-def test_gpu_memory_held_by_the_server_is_seen_released_at_teardown(tmp_path: Path, inventory: list, flags: tuple[str, ...]) -> None:  # type: ignore[type-arg]
+def test_gpu_memory_held_by_the_server_is_seen_released_at_teardown(tmp_path: Path, inventory: list[GpuInfo], flags: tuple[str, ...]) -> None:
     options = make_options(tmp_path, "sglang", "--fake-gpu-mib", str(HELD_MIB), *flags, baseline=False, teardown_grace_s=2.0, teardown_timeout_s=60.0)
     report = run_verify(options)
     assert report.verdict.status == "good", report.verdict
     assert events(tmp_path, "gpu"), "the fake server did not allocate GPU memory"
-    (gpu,) = report.launches[0].gpus or [None]
-    assert gpu is not None
+    chosen = report.launches[0].gpus
+    assert chosen is not None and len(chosen) == 1
+    gpu = chosen[0]
     td = report.teardowns[0]
     assert td.gpu_used_before is not None and td.gpu_used_during is not None and td.gpu_used_after is not None
     # The allocation shows on the GPU verify chose (CUDA and nvidia-smi number GPUs alike)...
@@ -74,7 +81,7 @@ def test_gpu_memory_held_by_the_server_is_seen_released_at_teardown(tmp_path: Pa
     assert alive(fake_pids(tmp_path)) == []
 
 
-def test_gpus_option_picks_the_gpu_the_server_runs_on(tmp_path: Path, inventory: list) -> None:  # type: ignore[type-arg]
+def test_gpus_option_picks_the_gpu_the_server_runs_on(tmp_path: Path, inventory: list[GpuInfo]) -> None:
     last = visible_indices(inventory)[-1]
     options = make_options(tmp_path, "sglang", "--fake-gpu-mib", "1024", gpus=[last], baseline=False, teardown_timeout_s=60.0)
     report = run_verify(options)
@@ -85,7 +92,7 @@ def test_gpus_option_picks_the_gpu_the_server_runs_on(tmp_path: Path, inventory:
     assert td.gpu_released is True
 
 
-def test_the_gpu_with_most_free_memory_is_chosen(inventory: list) -> None:  # type: ignore[type-arg]
+def test_the_gpu_with_most_free_memory_is_chosen(inventory: list[GpuInfo]) -> None:
     indices = visible_indices(inventory)
     if len(indices) == 1:
         assert choose_gpus(1, None, inventory, os.environ.get("CUDA_VISIBLE_DEVICES")) == indices
@@ -104,7 +111,7 @@ def test_the_gpu_with_most_free_memory_is_chosen(inventory: list) -> None:  # ty
         holder.wait()
 
 
-def test_a_tp_larger_than_the_visible_gpus_is_refused(tmp_path: Path, inventory: list) -> None:  # type: ignore[type-arg]
+def test_a_tp_larger_than_the_visible_gpus_is_refused(tmp_path: Path, inventory: list[GpuInfo]) -> None:
     count = len(visible_indices(inventory))
     with pytest.raises(UsageError, match=f"--tp {count + 1} is more than the {count} GPU"):
         run_verify(make_options(tmp_path, "sglang", tp=count + 1))

@@ -66,6 +66,7 @@ class ClassifyContext:
 
     engine_root: str | None = None
     model_file: str | None = None
+    target_architecture: str | None = None
     target_findings: list[Finding] = field(default_factory=list)
     preflight_command: str = ""
     log_path: str = ""
@@ -163,7 +164,7 @@ def _refine(rules: list[RuleRef], member: str | None, findings: list[Finding]) -
 
 def _next_step(pattern: CrashPattern | None, ctx: ClassifyContext) -> str:
     root = f"--engine-root {shlex.quote(ctx.engine_root)} " if ctx.engine_root else ""
-    target = shlex.quote(ctx.model_file) if ctx.model_file else "<model file>"
+    target = shlex.quote(ctx.model_file) if ctx.model_file else f"<the file defining {ctx.target_architecture or 'the target class'}>"
     if pattern is None:
         return f"read the whole log: {ctx.log_path}" if ctx.log_path else "read the server log"
     if pattern.next == "fix":

@@ -141,7 +141,7 @@ def decide(report: VerifyReport, preflight_only: bool) -> Verdict:
     spec = report.metrics.get("eagle3")
     if spec is None or not spec.results or spec.error:
         return Verdict(NOT_MEASURED, f"measuring failed: {spec.error if spec else 'no metrics'}")
-    first = spec.results[0]
+    first = min(spec.results, key=lambda r: r.concurrency)  # speculation pays off first at low load
     acceptance = first.acceptance_length
     speedup = report.speedup(first.concurrency)
     speed = f"{speedup:.2f}x the baseline's tokens/s at concurrency {first.concurrency}" if speedup is not None else "no baseline"
@@ -253,7 +253,7 @@ def _write_metrics(report: VerifyReport, out: TextIO) -> None:
 
 
 def _teardown_line(td: TeardownResult) -> str:
-    parts = [f"ended by {td.ended_by}"]
+    parts = ["had already exited" if td.ended_by == "already exited" else f"ended by {td.ended_by}"]
     if td.swept_pids:
         parts.append(f"swept {len(td.swept_pids)} process(es) outside the group ({', '.join(map(str, td.swept_pids))})")
     if td.left_running:

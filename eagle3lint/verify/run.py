@@ -262,6 +262,7 @@ class _Session:
         return ClassifyContext(
             engine_root=str(options.engine_root) if options.engine_root is not None else (str(self.engine.root) if self.engine else None),
             model_file=pre.target_class_path,
+            target_architecture=pre.target.architecture if pre.target else None,
             target_findings=pre.target_findings,
             preflight_command=shlex.join(command),
             log_path=log_path,
