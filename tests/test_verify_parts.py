@@ -223,3 +223,33 @@ def test_layer_expressions_allow_only_arithmetic_on_n() -> None:
     assert [layer_expression(e, 61) for e in ("2", "n // 2", "n - 3")] == [2, 30, 58]
     with pytest.raises(UsageError):
         layer_expression("__import__('os')", 61)
+
+
+def test_verify_options_can_be_shared_by_another_command() -> None:
+    import click
+    from click.testing import CliRunner
+
+    from eagle3lint.verify.cli import (
+        VERIFY_PARAMS,
+        options_from_click,
+        pop_verify_values,
+        verify_run_options,
+    )
+
+    seen: dict[str, object] = {}
+
+    @click.command()
+    @click.option("--apply", is_flag=True)
+    @verify_run_options
+    def fix(apply: bool, **values: object) -> None:
+        verify_values = pop_verify_values(values)
+        seen["rest"] = values
+        seen["options"] = options_from_click("sglang", None, "json", **verify_values)
+
+    result = CliRunner().invoke(fix, ["--apply", "--model-path", "/m/t", "--draft-model-path", "/m/d", "--tp", "2", "--gpus", "0,1", "--no-baseline"])
+    assert result.exit_code == 0, result.output
+    options = seen["options"]
+    assert isinstance(options, VerifyOptions)
+    assert (options.tp, options.gpus, options.baseline, options.concurrency) == (2, [0, 1], False, (1, 16))
+    assert seen["rest"] == {}
+    assert set(VERIFY_PARAMS) == {p.name for p in fix.params} - {"apply"}

@@ -62,6 +62,20 @@ def verify_run_options(func: F) -> F:
     return func
 
 
+VERIFY_PARAMS = (
+    "model_path", "draft_model_path", "preflight_only", "ignore_preflight", "tp", "gpus", "engine_args",
+    "launcher", "num_steps", "eagle_topk", "num_draft_tokens", "timeout_s", "baseline", "prompts_file",
+    "max_new_tokens", "concurrency", "log_dir", "poll_interval_s", "teardown_grace_s", "teardown_timeout_s",
+    "request_timeout_s",
+)
+
+
+def pop_verify_values(values: dict[str, Any]) -> dict[str, Any]:
+    """Take the parameters `verify_run_options` added out of a command's keyword arguments (for a
+    command such as `fix` that has options of its own)."""
+    return {name: values.pop(name) for name in VERIFY_PARAMS if name in values}
+
+
 def options_from_click(engine: str | None, engine_root: Path | None, output_format: str, **values: Any) -> Any:
     """A VerifyOptions from the values `verify_run_options` collected."""
     from eagle3lint.verify.options import VerifyOptions
