@@ -252,3 +252,20 @@ def test_a_tp_larger_than_the_visible_gpus_is_refused_before_launch(tmp_path: Pa
     with pytest.raises(UsageError, match="--tp 4 is more than the 2 GPU"):
         run_verify(make_options(tmp_path, "sglang", tp=4), inventory_fn=lambda: inventory)
     assert read_state(tmp_path) == []
+
+
+def test_a_failed_baseline_leaves_the_verdict_to_acceptance_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagle3lint.verify import run as verify_run
+
+    real_build = verify_run.build_command
+
+    def crash_the_baseline(options: object, knowledge: object, port: int, speculative: bool) -> list[str]:
+        argv = real_build(options, knowledge, port, speculative)  # type: ignore[arg-type]
+        return argv if speculative else [*argv, "--fake-mode", "crash-oom"]
+
+    monkeypatch.setattr(verify_run, "build_command", crash_the_baseline)
+    report = run(tmp_path, "sglang")
+    baseline = report.launch("baseline")
+    assert baseline is not None and baseline.crash is not None and baseline.crash.kind == "environment"
+    assert report.verdict.status == "good"
+    assert "baseline run ended in crash" in report.verdict.message

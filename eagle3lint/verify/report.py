@@ -144,7 +144,13 @@ def decide(report: VerifyReport, preflight_only: bool) -> Verdict:
     first = min(spec.results, key=lambda r: r.concurrency)  # speculation pays off first at low load
     acceptance = first.acceptance_length
     speedup = report.speedup(first.concurrency)
-    speed = f"{speedup:.2f}x the baseline's tokens/s at concurrency {first.concurrency}" if speedup is not None else "no baseline"
+    base_launch = report.launch("baseline")
+    if speedup is not None:
+        speed = f"{speedup:.2f}x the baseline's tokens/s at concurrency {first.concurrency}"
+    elif base_launch is not None:
+        speed = f"no speedup figure: the baseline run ended in {base_launch.outcome} (see its log)"
+    else:
+        speed = "no baseline"
     if acceptance is None:
         return Verdict(NOT_MEASURED, f"the server reported no acceptance figures ({speed})")
     if acceptance < BROKEN_ACCEPTANCE:
