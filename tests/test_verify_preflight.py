@@ -78,7 +78,7 @@ def test_sharded_checkpoint_index_must_name_existing_shards(tmp_path: Path) -> N
 
 
 def test_kimi_sample_passes_every_config_and_weight_check(tmp_path: Path) -> None:
-    result = preflight(tmp_path)
+    result = preflight(tmp_path, tensors=kimi_drafter_tensors(projections=True))
     assert result.problems == []
     assert result.aux_layer_ids == [2, 30, 58]
     assert result.target is not None and (result.target.hidden_size, result.target.num_hidden_layers) == (7168, 61)
@@ -152,7 +152,7 @@ def test_aux_layer_beyond_the_target_depth_will_crash_on_sglang_but_not_vllm(tmp
 def test_sglang_drafter_takes_exactly_three_aux_layers(tmp_path: Path) -> None:
     drafter = kimi_drafter_config()
     drafter["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [2, 20, 40, 58]
-    tensors = kimi_drafter_tensors(aux_count=4)
+    tensors = kimi_drafter_tensors(aux_count=4, projections=True)
     sglang = item(preflight(tmp_path / "s", drafter=drafter, tensors=tensors), "aux-layer-ids")
     assert (sglang.status, sglang.impact) == ("problem", CRASH)
     vllm = preflight(tmp_path / "v", "vllm", drafter=drafter, tensors=tensors)
@@ -183,7 +183,7 @@ def test_no_aux_ids_means_the_engine_default_for_the_target_depth(tmp_path: Path
 
 
 def test_fc_and_lm_head_shapes_are_checked_against_the_configs(tmp_path: Path) -> None:
-    tensors = kimi_drafter_tensors() | {"fc.weight": ("BF16", [KIMI_HIDDEN, KIMI_HIDDEN * 2]), "lm_head.weight": ("BF16", [163840, KIMI_HIDDEN])}
+    tensors = kimi_drafter_tensors() | {"fc.weight": ("BF16", [KIMI_HIDDEN, KIMI_HIDDEN * 2]), "lm_head.weight": ("BF16", [1000, KIMI_HIDDEN])}
     result = preflight(tmp_path, tensors=tensors)
     assert (item(result, "fc-shape").status, item(result, "fc-shape").impact) == ("problem", CRASH)
     assert (item(result, "lm-head-shape").status, item(result, "lm-head-shape").impact) == ("problem", CRASH)
@@ -286,7 +286,7 @@ def test_real_sglang_0_5_9_kimi_k25_target_class() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         target_dir = write_config(Path(tmp) / "t", kimi_target_config())
         drafter_dir = write_config(Path(tmp) / "d", kimi_drafter_config())
-        write_safetensors(drafter_dir / "model.safetensors", kimi_drafter_tensors())
+        write_safetensors(drafter_dir / "model.safetensors", kimi_drafter_tensors(projections=True))
         result = run_preflight(str(target_dir), str(drafter_dir), load_knowledge("sglang"), engine)
     methods = {f.method for f in result.target_findings}
     assert "set_eagle3_layers_to_capture" in methods
