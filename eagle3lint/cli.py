@@ -235,3 +235,8 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("eagle3lint: internal error (please report):", err=True)
         click.echo(traceback.format_exc(), err=True)
         sys.exit(EXIT_ERROR)
+
+
+from eagle3lint.verify.cli import verify  # noqa: E402
+
+cli.add_command(verify)

@@ -1,0 +1,40 @@
+"""Everything one `verify` run is told (shared by `eagle3lint verify` and `fix --apply --verify`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+# Big models load for tens of minutes (the seed's Kimi-K2.5 on 8 GPUs took over 20).
+DEFAULT_TIMEOUT_S = 3600.0
+DEFAULT_CONCURRENCY = (1, 16)
+
+
+@dataclass
+class VerifyOptions:
+    model_path: str
+    draft_model_path: str
+    engine: str | None = None
+    engine_root: Path | None = None
+    preflight_only: bool = False
+    ignore_preflight: bool = False  # launch even when the pre-flight predicts a crash
+    tp: int = 1
+    gpus: list[int] | None = None
+    engine_args: list[str] = field(default_factory=list)
+    # Replaces `python -m sglang.launch_server` / `vllm serve`; the engine arguments follow it.
+    launcher: str | None = None
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    baseline: bool = True
+    prompts_file: Path | None = None
+    max_new_tokens: int = 256
+    concurrency: tuple[int, ...] = DEFAULT_CONCURRENCY
+    log_dir: Path | None = None
+    output_format: str = "human"  # "human" | "json": json keeps the progress display quiet
+    poll_interval_s: float = 2.0
+    teardown_grace_s: float = 30.0  # SIGTERM -> SIGKILL
+    teardown_timeout_s: float = 120.0  # port closed and GPU memory freed
+    request_timeout_s: float = 600.0
+    host: str = "127.0.0.1"

@@ -1,0 +1,441 @@
+"""Pre-flight: what can be known before a GPU is touched.
+
+Reads the target's and the drafter's ``config.json`` and the drafter's safetensors headers (never
+tensor data), and runs the static check on the target's class in the engine tree. Each problem says
+whether it will crash the server or silently lower acceptance.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.engine import Engine
+from eagle3lint.findings import Finding
+from eagle3lint.verify.knowledge import EngineKnowledge
+from eagle3lint.verify.safetensors_header import CheckpointTensors, HeaderError, read_checkpoint
+
+OK, PROBLEM, NOTE, SKIPPED = "ok", "problem", "note", "skipped"
+CRASH, ACCEPTANCE = "crash", "acceptance"
+
+# Multimodal configs keep the language model's sizes in a nested config.
+_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
+
+
+@dataclass
+class PreflightItem:
+    check: str
+    status: str  # ok | problem | note | skipped
+    message: str
+    impact: str | None = None  # crash | acceptance (problems only)
+    rule: str | None = None
+    path: str | None = None
+    line: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "check": self.check,
+            "status": self.status,
+            "impact": self.impact,
+            "message": self.message,
+            "rule": self.rule,
+            "path": self.path,
+            "line": self.line,
+        }
+
+
+@dataclass
+class ModelConfig:
+    """The sizes pre-flight compares, from one model folder's config.json."""
+
+    path: str
+    architecture: str | None
+    hidden_size: int | None
+    vocab_size: int | None
+    num_hidden_layers: int | None
+    raw: dict[str, Any] = field(repr=False)
+    sizes_from: str = ""  # "" (top level) or the nested key, e.g. "text_config"
+
+    def get(self, dotted: str) -> Any:
+        value: Any = self.raw
+        for part in dotted.split("."):
+            if not isinstance(value, dict) or part not in value:
+                return None
+            value = value[part]
+        return value
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": self.path,
+            "architecture": self.architecture,
+            "hidden_size": self.hidden_size,
+            "vocab_size": self.vocab_size,
+            "num_hidden_layers": self.num_hidden_layers,
+            "sizes_from": self.sizes_from or None,
+        }
+
+
+@dataclass
+class PreflightResult:
+    items: list[PreflightItem] = field(default_factory=list)
+    target: ModelConfig | None = None
+    drafter: ModelConfig | None = None
+    aux_layer_ids: list[int] | None = None
+    target_findings: list[Finding] = field(default_factory=list)
+    target_class_path: str | None = None
+
+    def add(self, check: str, status: str, message: str, impact: str | None = None, **extra: Any) -> None:
+        self.items.append(PreflightItem(check, status, message, impact, **extra))
+
+    @property
+    def predicts_crash(self) -> bool:
+        return any(i.status == PROBLEM and i.impact == CRASH for i in self.items)
+
+    @property
+    def problems(self) -> list[PreflightItem]:
+        return [i for i in self.items if i.status == PROBLEM]
+
+
+class ConfigError(Exception):
+    pass
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def read_model_config(path: str) -> ModelConfig:
+    folder = Path(path)
+    config_path = folder / "config.json"
+    try:
+        raw = json.loads(config_path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError(f"{config_path}: no such file (is {path} a model folder?)") from exc
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"{config_path}: not readable JSON ({exc})") from exc
+    if not isinstance(raw, dict):
+        raise ConfigError(f"{config_path}: not a JSON object")
+    sizes, sizes_from = raw, ""
+    for key in _TEXT_CONFIG_KEYS:
+        nested = raw.get(key)
+        if isinstance(nested, dict) and "hidden_size" in nested:
+            sizes, sizes_from = nested, key
+            break
+    architectures = raw.get("architectures")
+    architecture = architectures[0] if isinstance(architectures, list) and architectures and isinstance(architectures[0], str) else None
+    return ModelConfig(
+        path=path,
+        architecture=architecture,
+        hidden_size=_int(sizes.get("hidden_size", raw.get("hidden_size"))),
+        vocab_size=_int(sizes.get("vocab_size", raw.get("vocab_size"))),
+        num_hidden_layers=_int(sizes.get("num_hidden_layers", raw.get("num_hidden_layers"))),
+        raw=raw,
+        sizes_from=sizes_from,
+    )
+
+
+def run_preflight(
+    target_path: str,
+    drafter_path: str,
+    knowledge: EngineKnowledge,
+    engine: Engine | None,
+    static_check: bool = True,
+) -> PreflightResult:
+    result = PreflightResult()
+    result.target = _load(result, "target-config", target_path)
+    result.drafter = _load(result, "drafter-config", drafter_path)
+    target, drafter = result.target, result.drafter
+    models: list[Any] = []
+    if engine is not None and static_check:
+        models = _static_check(result, engine, target)
+    elif target is not None:
+        reason = "no engine tree found (give --engine-root)" if engine is None else "not requested"
+        result.add("target-class", SKIPPED, f"static check of {target.architecture}: {reason}")
+    if drafter is not None:
+        _check_drafter_architecture(result, drafter, knowledge, models, engine)
+    if target is not None and drafter is not None:
+        _check_hidden_size(result, target, drafter)
+        _check_vocab(result, target, drafter)
+        _check_aux_layers(result, target, drafter, knowledge)
+    if drafter is not None:
+        _check_weights(result, target, drafter, knowledge)
+    return result
+
+
+def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
+    if not Path(path).exists():
+        result.add(check, SKIPPED, f"{path} is not a local folder (a hub id?): its config is not checked")
+        return None
+    try:
+        config = read_model_config(path)
+    except ConfigError as exc:
+        result.add(check, PROBLEM, str(exc), CRASH)
+        return None
+    where = f" (sizes from {config.sizes_from})" if config.sizes_from else ""
+    result.add(
+        check,
+        OK,
+        f"{config.architecture or 'no architectures'}: hidden {config.hidden_size}, vocab {config.vocab_size}, "
+        f"{config.num_hidden_layers} layers{where}",
+    )
+    return config
+
+
+def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None) -> list[Any]:
+    from eagle3lint.checks import REGISTRY
+    from eagle3lint.runner import run_check
+
+    checked = run_check(engine, scope=[engine.root])
+    models = checked.models
+    if target is None or target.architecture is None:
+        return models
+    arch = target.architecture
+    classes = [m for m in models if m.entry == arch or arch in m.architectures or m.summary.name == arch]
+    names = {arch} | {m.summary.name for m in classes}
+    where = f"{engine.name} {engine.version}"
+    if not classes:
+        if models:
+            result.add("target-class", PROBLEM, f"{where} has no model class for architecture {arch}: the server will refuse the target", CRASH)
+        else:
+            result.add("target-class", SKIPPED, f"no model classes discovered in {engine.root}; {arch} not checked")
+        return models
+    result.target_class_path = classes[0].path
+    findings = [f for f in checked.findings if f.class_name in names]
+    result.target_findings = findings
+    for finding in findings:
+        rule = REGISTRY.by_code(finding.code)
+        family = rule.family if rule else "presence"
+        # Capture data-flow rules predict low acceptance; other errors a start-up crash; other
+        # warnings (a stale override, dead code) predict neither.
+        if finding.severity != "info" and family == "capture":
+            status, impact = PROBLEM, ACCEPTANCE
+        elif finding.severity == "error":
+            status, impact = PROBLEM, CRASH
+        else:
+            status, impact = NOTE, None
+        result.add("target-class", status, finding.message, impact, rule=finding.code, path=finding.path, line=finding.line)
+    if not findings:
+        result.add("target-class", OK, f"{arch} ({classes[0].path}) passes the EAGLE-3 checks for {where}", path=classes[0].path)
+    return models
+
+
+def _check_drafter_architecture(
+    result: PreflightResult, drafter: ModelConfig, knowledge: EngineKnowledge, models: list[Any], engine: Engine | None
+) -> None:
+    from eagle3lint.models import EAGLE3_DRAFT
+
+    arch = drafter.architecture
+    if arch is None:
+        result.add("drafter-architecture", PROBLEM, f"{drafter.path}/config.json names no architectures", CRASH)
+        return
+    loaded = knowledge.loaded_architecture(arch)
+    shown = arch if loaded == arch else f"{arch} (loaded as {loaded})"
+    eagle3 = [m for m in models if m.kind == EAGLE3_DRAFT]
+    engine_name = f"{knowledge.engine} {engine.version}" if engine else knowledge.engine
+    if eagle3:
+        names = {n for m in eagle3 for n in (m.entry, m.summary.name, *m.architectures)}
+        known = {n for m in models for n in (m.entry, m.summary.name, *m.architectures)}
+        source = ""
+    else:
+        names = known = set(knowledge.eagle3_architectures)
+        source = " (from eagle3lint's list: the engine tree was not read)"
+    if loaded in names:
+        result.add("drafter-architecture", OK, f"{shown} is an EAGLE-3 drafter {engine_name} can load{source}")
+    elif loaded in known:
+        result.add("drafter-architecture", PROBLEM, f"{shown} is a model {engine_name} has, but not an EAGLE-3 drafter", CRASH)
+    else:
+        choices = ", ".join(sorted(names))
+        result.add(
+            "drafter-architecture",
+            PROBLEM,
+            f"{shown} is not an EAGLE-3 drafter {engine_name} can load{source}; it knows: {choices}",
+            CRASH,
+        )
+
+
+def _check_hidden_size(result: PreflightResult, target: ModelConfig, drafter: ModelConfig) -> None:
+    declared = _int(drafter.raw.get("target_hidden_size"))
+    drafter_in = declared or drafter.hidden_size
+    key = "target_hidden_size" if declared else "hidden_size"
+    if drafter_in is None or target.hidden_size is None:
+        result.add("hidden-size", SKIPPED, "hidden size missing from a config.json")
+    elif drafter_in != target.hidden_size:
+        result.add(
+            "hidden-size",
+            PROBLEM,
+            f"drafter {key} {drafter_in} != target hidden_size {target.hidden_size}: the drafter's fc layer "
+            "cannot take the target's hidden states (mat1 and mat2 shapes cannot be multiplied)",
+            CRASH,
+        )
+    else:
+        result.add("hidden-size", OK, f"drafter {key} {drafter_in} matches the target's")
+
+
+def _check_vocab(result: PreflightResult, target: ModelConfig, drafter: ModelConfig) -> None:
+    if target.vocab_size is None or drafter.vocab_size is None:
+        result.add("vocab-size", SKIPPED, "vocab_size missing from a config.json")
+    elif drafter.vocab_size < target.vocab_size:
+        result.add(
+            "vocab-size",
+            PROBLEM,
+            f"drafter vocab_size {drafter.vocab_size} < target vocab_size {target.vocab_size}: target token ids "
+            "past the drafter's embedding index out of range (the drafter was built for another tokenizer)",
+            CRASH,
+        )
+    elif drafter.vocab_size > target.vocab_size:
+        result.add("vocab-size", NOTE, f"drafter vocab_size {drafter.vocab_size} > target's {target.vocab_size} (padding, or another tokenizer)")
+    else:
+        result.add("vocab-size", OK, f"vocab_size {target.vocab_size} on both")
+
+
+def _configured_ids(drafter: ModelConfig, keys: tuple[str, ...]) -> tuple[Any, str | None]:
+    for key in keys:
+        value = drafter.get(key)
+        if value is not None:
+            return value, key
+    return None, None
+
+
+def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: ModelConfig, knowledge: EngineKnowledge) -> None:
+    aux = knowledge.aux
+    n = target.num_hidden_layers
+    if n is None:
+        result.add("aux-layer-ids", SKIPPED, "target num_hidden_layers unknown")
+        return
+    engine = knowledge.engine
+    value, key = _configured_ids(drafter, aux.config_keys)
+    if value is None:
+        default = aux.default_ids(n)
+        result.aux_layer_ids = default
+        ignored, ignored_key = _configured_ids(drafter, aux.ignored_keys)
+        if ignored is not None:
+            result.add(
+                "aux-layer-ids",
+                PROBLEM,
+                f"the drafter names layers {ignored} in `{ignored_key}`, which {engine} does not read (it reads "
+                f"`{aux.config_keys[0]}`): it captures its default {default} instead. {aux.convention}",
+                ACCEPTANCE,
+            )
+        else:
+            result.add(
+                "aux-layer-ids",
+                NOTE,
+                f"the drafter names no aux layers; {engine} uses its default {default} for {n} layers (acceptance "
+                f"drops if the drafter was trained on others). {aux.convention}",
+            )
+        return
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        result.add("aux-layer-ids", PROBLEM, f"`{key}` is {value!r}, not a list of integers", CRASH)
+        return
+    ids: list[int] = value
+    result.aux_layer_ids = ids
+    low, high = aux.valid_range(n)
+    outside = [i for i in ids if not low <= i <= high]
+    if outside:
+        result.add(
+            "aux-layer-ids",
+            PROBLEM,
+            f"aux layer ids {outside} (from `{key}`) are outside {low}..{high} for a {n}-layer target: those states "
+            f"are never captured and the drafter gets fewer inputs than its fc layer expects. {aux.convention}",
+            CRASH,
+        )
+    elif aux.fixed_count and len(ids) != aux.fixed_count:
+        result.add(
+            "aux-layer-ids",
+            PROBLEM,
+            f"`{key}` names {len(ids)} layers but {engine}'s drafter takes exactly {aux.fixed_count} "
+            "(mat1 and mat2 shapes cannot be multiplied)",
+            CRASH,
+        )
+    else:
+        result.add("aux-layer-ids", OK, f"aux layer ids {ids} (from `{key}`) are inside the target's {n} layers. {aux.convention}")
+
+
+def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, knowledge: EngineKnowledge) -> None:
+    folder = Path(drafter.path)
+    try:
+        tensors = read_checkpoint(folder)
+    except HeaderError as exc:
+        result.add("drafter-weights", PROBLEM, str(exc), CRASH)
+        return
+    if tensors is None:
+        if any(folder.glob("*.bin")) or any(folder.glob("*.pt")):
+            result.add("drafter-weights", SKIPPED, f"{folder} holds PyTorch pickles, not safetensors: tensor checks skipped")
+        else:
+            result.add("drafter-weights", PROBLEM, f"{folder} holds no weights (*.safetensors or *.bin)", CRASH)
+        return
+    result.add("drafter-weights", OK, f"{len(tensors.tensors)} tensors in {len(tensors.files)} safetensors file(s)")
+    _check_d2t(result, target, drafter, tensors)
+    _check_fc(result, target, drafter, tensors, knowledge)
+    _check_lm_head(result, drafter, tensors)
+
+
+def _draft_vocab(drafter: ModelConfig) -> int | None:
+    return _int(drafter.raw.get("draft_vocab_size")) or drafter.vocab_size
+
+
+def _check_d2t(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, tensors: CheckpointTensors) -> None:
+    draft_vocab = _draft_vocab(drafter)
+    full_vocab = (target.vocab_size if target else None) or drafter.vocab_size
+    if draft_vocab is None or full_vocab is None:
+        result.add("d2t-mapping", SKIPPED, "vocab sizes unknown")
+        return
+    d2t = tensors.find("d2t")
+    if draft_vocab >= full_vocab:
+        result.add("d2t-mapping", OK, f"the drafter predicts the full vocabulary ({draft_vocab}); no d2t mapping needed")
+    elif d2t is None:
+        result.add(
+            "d2t-mapping",
+            PROBLEM,
+            f"draft_vocab_size {draft_vocab} < vocab_size {full_vocab} but the checkpoint has no `d2t` tensor: draft "
+            "token ids are taken as target ids, so almost every draft is rejected",
+            ACCEPTANCE,
+        )
+    elif d2t.shape != (draft_vocab,):
+        result.add(
+            "d2t-mapping",
+            PROBLEM,
+            f"`{d2t.name}` has shape {list(d2t.shape)}, expected [{draft_vocab}] (draft_vocab_size): weight loading fails",
+            CRASH,
+        )
+    else:
+        result.add("d2t-mapping", OK, f"`{d2t.name}` maps {draft_vocab} draft ids into the {full_vocab}-token vocabulary")
+
+
+def _check_fc(
+    result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, tensors: CheckpointTensors, knowledge: EngineKnowledge
+) -> None:
+    fc = tensors.find("fc.weight")
+    hidden_in = _int(drafter.raw.get("target_hidden_size")) or drafter.hidden_size
+    count = len(result.aux_layer_ids) if result.aux_layer_ids else (knowledge.aux.fixed_count or 3)
+    if fc is None or hidden_in is None or len(fc.shape) != 2:
+        return
+    expected = [drafter.hidden_size, hidden_in * count]
+    if list(fc.shape) != expected:
+        result.add(
+            "fc-shape",
+            PROBLEM,
+            f"`{fc.name}` has shape {list(fc.shape)}; {count} aux layers of hidden size {hidden_in} need {expected} "
+            "(mat1 and mat2 shapes cannot be multiplied, or weight loading fails)",
+            CRASH,
+        )
+    else:
+        result.add("fc-shape", OK, f"`{fc.name}` {list(fc.shape)} takes {count} aux states of size {hidden_in}")
+
+
+def _check_lm_head(result: PreflightResult, drafter: ModelConfig, tensors: CheckpointTensors) -> None:
+    head = tensors.find("lm_head.weight")
+    draft_vocab = _draft_vocab(drafter)
+    if head is None or draft_vocab is None or not head.shape:
+        return
+    if head.shape[0] != draft_vocab:
+        result.add(
+            "lm-head-shape",
+            PROBLEM,
+            f"`{head.name}` has {head.shape[0]} rows but draft_vocab_size is {draft_vocab}: weight loading fails",
+            CRASH,
+        )
+    else:
+        result.add("lm-head-shape", OK, f"`{head.name}` predicts {draft_vocab} draft tokens")

@@ -1,0 +1,138 @@
+"""The prompts verify measures with: a fixed built-in chat set, or the user's file."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.errors import UsageError
+
+# Mixed on purpose (code, maths, prose, facts): acceptance differs a lot between them, and one
+# kind of text alone would flatter or punish a drafter.
+BUILTIN_PROMPTS = (
+    "Write a Python function that returns the n-th Fibonacci number iteratively, with a docstring.",
+    "Explain the difference between a process and a thread to a new programmer.",
+    "A train leaves at 9:40 and arrives at 13:05. How long is the journey? Show your reasoning.",
+    "Summarise the causes of the French Revolution in five bullet points.",
+    "Write a short poem about the sea at night.",
+    "What is the capital of Australia, and why is it not Sydney?",
+    "Give a SQL query that lists the ten customers with the highest total order value.",
+    "Translate into French: 'The meeting has been moved to Thursday afternoon.'",
+    "Explain what a hash table is and the average cost of a lookup.",
+    "List the planets of the solar system in order from the Sun, with one fact about each.",
+    "Write a bash one-liner that counts the lines of every .py file under the current folder.",
+    "Solve for x: 3x + 7 = 25. Explain each step.",
+    "Draft a polite email declining a meeting invitation.",
+    "What are the main differences between TCP and UDP?",
+    "Describe how photosynthesis works in simple terms.",
+    "Write a JavaScript function that removes duplicate values from an array.",
+)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    messages: tuple[dict[str, str], ...]
+
+    @property
+    def plain(self) -> str:
+        return "\n\n".join(m["content"] for m in self.messages)
+
+
+def builtin_prompts() -> list[Prompt]:
+    return [Prompt(({"role": "user", "content": text},)) for text in BUILTIN_PROMPTS]
+
+
+def load_prompts(path: Path) -> list[Prompt]:
+    """A ``.jsonl`` file (each line ``{"messages": [...]}`` or ``{"prompt": "..."}``) or a text file
+    with one prompt per line."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{path}: cannot read prompts ({exc})") from exc
+    prompts: list[Prompt] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        if path.suffix in (".jsonl", ".json"):
+            prompts.append(_from_json(path, number, line))
+        else:
+            prompts.append(Prompt(({"role": "user", "content": line.strip()},)))
+    if not prompts:
+        raise UsageError(f"{path}: no prompts in it")
+    return prompts
+
+
+def _from_json(path: Path, number: int, line: str) -> Prompt:
+    try:
+        item: Any = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+    if isinstance(item, dict) and isinstance(item.get("prompt"), str):
+        return Prompt(({"role": "user", "content": item["prompt"]},))
+    messages = item.get("messages") if isinstance(item, dict) else None
+    if isinstance(messages, list) and messages and all(
+        isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages
+    ):
+        return Prompt(tuple({"role": m["role"], "content": m["content"]} for m in messages))
+    raise UsageError(f'{path}:{number}: expected {{"prompt": "..."}} or {{"messages": [{{"role", "content"}}, ...]}}')
+
+
+def chat_template(model_path: str) -> str | None:
+    """The target's chat template, from ``chat_template.jinja`` or ``tokenizer_config.json``."""
+    folder = Path(model_path)
+    jinja = folder / "chat_template.jinja"
+    if jinja.is_file():
+        try:
+            return jinja.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+    try:
+        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+    template = config.get("chat_template") if isinstance(config, dict) else None
+    if isinstance(template, list):  # named templates: take "default"
+        named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
+        template = named.get("default") or next(iter(named.values()), None)
+    return template if isinstance(template, str) else None
+
+
+def render_chat(template: str | None, prompt: Prompt, special: dict[str, str] | None = None) -> str | None:
+    """The prompt as the target sees it in chat; None when it cannot be rendered here (no template,
+    or jinja2 not installed: it comes with torch and every engine)."""
+    if template is None:
+        return None
+    try:
+        from jinja2 import TemplateError
+        from jinja2.sandbox import ImmutableSandboxedEnvironment
+    except ImportError:
+        return None
+
+    def raise_exception(message: str) -> None:
+        raise TemplateError(message)
+
+    env = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    env.globals["raise_exception"] = raise_exception
+    try:
+        return env.from_string(template).render(
+            messages=list(prompt.messages), add_generation_prompt=True, **(special or {})
+        )
+    except Exception:  # a template this renderer cannot run: fall back to plain text
+        return None
+
+
+def special_tokens(model_path: str) -> dict[str, str]:
+    try:
+        config = json.loads((Path(model_path) / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return {}
+    out: dict[str, str] = {}
+    for key in ("bos_token", "eos_token"):
+        value = config.get(key) if isinstance(config, dict) else None
+        if isinstance(value, dict):
+            value = value.get("content")
+        if isinstance(value, str):
+            out[key] = value
+    return out

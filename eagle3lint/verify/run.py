@@ -1,0 +1,269 @@
+"""One verify run: pre-flight, then the EAGLE-3 server and the baseline, each measured and torn down."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import os
+import shlex
+import shutil
+import signal
+import tempfile
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import FrameType
+
+from eagle3lint.engine import Engine, discover_engine
+from eagle3lint.errors import UsageError
+from eagle3lint.verify import report as rep
+from eagle3lint.verify.classify import ClassifyContext, classify_crash
+from eagle3lint.verify.gpus import GpuInfo, choose_gpus, gpu_inventory, memory_used
+from eagle3lint.verify.knowledge import EngineKnowledge, load_knowledge
+from eagle3lint.verify.launch import (
+    BASELINE,
+    EAGLE3,
+    build_command,
+    free_port,
+    launch,
+    new_run_id,
+    server_env,
+    validate_speculative_options,
+)
+from eagle3lint.verify.measure import make_client, measure, warm_up
+from eagle3lint.verify.options import VerifyOptions
+from eagle3lint.verify.preflight import run_preflight
+from eagle3lint.verify.prompts import Prompt, builtin_prompts, load_prompts
+from eagle3lint.verify.teardown import TeardownResult, teardown
+from eagle3lint.verify.wait import EXITED, FATAL, READY, TIMEOUT, Progress, wait_until_ready
+
+
+class VerifyInterrupted(KeyboardInterrupt):
+    """SIGTERM/SIGHUP to eagle3lint itself: handled like Ctrl-C, so teardown still runs."""
+
+
+def run_verify(
+    options: VerifyOptions,
+    progress: Progress | None = None,
+    inventory_fn: Callable[[], list[GpuInfo] | None] = gpu_inventory,
+) -> rep.VerifyReport:
+    """Run verify as `eagle3lint verify` does (``fix --apply --verify`` calls this too).
+
+    Raises UsageError for bad options (exit 2); every other outcome is in the report's verdict.
+    """
+    progress = progress or Progress()
+    _validate(options)
+    engine, name = _resolve_engine(options)
+    knowledge = load_knowledge(name)
+    validate_speculative_options(name, options)
+    prompts = load_prompts(options.prompts_file) if options.prompts_file else builtin_prompts()
+    preflight = run_preflight(options.model_path, options.draft_model_path, knowledge, engine)
+    report = rep.VerifyReport(engine.to_json() if engine else None, preflight)
+    if options.preflight_only:
+        report.verdict = rep.decide(report, preflight_only=True)
+        return report
+    if preflight.predicts_crash and not options.ignore_preflight:
+        report.verdict = rep.decide(report, preflight_only=False)
+        return report
+    inventory = inventory_fn()
+    gpus = choose_gpus(options.tp, options.gpus, inventory, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    if inventory is None:
+        report.notes.append("no nvidia-smi or NVML here: GPUs not chosen by free memory and their release not checked")
+    _check_launcher(options, name)
+    log_dir = options.log_dir or Path(tempfile.mkdtemp(prefix="eagle3lint-verify-"))
+    session = _Session(options, knowledge, engine, report, prompts, gpus, log_dir, progress, inventory_fn, inventory is not None)
+    with _signals_as_interrupt():
+        try:
+            if session.run_server(EAGLE3, speculative=True) and options.baseline:
+                session.run_server(BASELINE, speculative=False)
+        except KeyboardInterrupt:
+            report.interrupted = True
+            if report.launches:
+                report.launches[-1].outcome = rep.INTERRUPTED
+    report.verdict = rep.decide(report, preflight_only=False)
+    return report
+
+
+def _validate(options: VerifyOptions) -> None:
+    if options.timeout_s <= 0:
+        raise UsageError(f"--timeout {options.timeout_s}: must be positive")
+    if options.max_new_tokens < 1:
+        raise UsageError(f"--max-new-tokens {options.max_new_tokens}: must be at least 1")
+    if not options.concurrency or any(c < 1 for c in options.concurrency):
+        raise UsageError("--concurrency: each level must be at least 1")
+
+
+def _resolve_engine(options: VerifyOptions) -> tuple[Engine | None, str]:
+    try:
+        engine: Engine | None = discover_engine([], engine=options.engine, engine_root=options.engine_root)
+    except UsageError:
+        if options.engine_root is not None:
+            raise
+        engine = None
+    name = engine.name if engine else options.engine
+    if name is None:
+        raise UsageError("no installed sglang or vllm found: give --engine (and --engine-root for the static check)")
+    return engine, name
+
+
+def _check_launcher(options: VerifyOptions, engine: str) -> None:
+    if options.launcher is not None or options.engine_root is not None:
+        return
+    if importlib.util.find_spec(engine) is None and not (engine == "vllm" and shutil.which("vllm")):
+        raise UsageError(f"{engine} is not installed for this Python; install it, or give --engine-root or --launcher")
+
+
+@contextlib.contextmanager
+def _signals_as_interrupt() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise VerifyInterrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+@contextlib.contextmanager
+def _shielded() -> Iterator[None]:
+    """Teardown must finish: a second Ctrl-C (or SIGTERM) waits until it has."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    signals = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _unclean(result: TeardownResult) -> str:
+    problems = []
+    if result.left_running:
+        problems.append(f"processes {', '.join(map(str, result.left_running))} still run")
+    if not result.port_closed:
+        problems.append("its port is still open")
+    if result.gpu_released is False:
+        problems.append("GPU memory it held is not free yet")
+    return f"teardown of the {result.label} server is incomplete: " + "; ".join(problems)
+
+
+class _Session:
+    def __init__(
+        self,
+        options: VerifyOptions,
+        knowledge: EngineKnowledge,
+        engine: Engine | None,
+        report: rep.VerifyReport,
+        prompts: list[Prompt],
+        gpus: list[int] | None,
+        log_dir: Path,
+        progress: Progress,
+        inventory_fn: Callable[[], list[GpuInfo] | None],
+        gpus_observable: bool,
+    ) -> None:
+        self.options = options
+        self.knowledge = knowledge
+        self.engine = engine
+        self.report = report
+        self.prompts = prompts
+        self.gpus = gpus
+        self.log_dir = log_dir
+        self.progress = progress
+        self.inventory_fn = inventory_fn
+        self.gpus_observable = gpus_observable
+
+    def _memory(self) -> dict[int, int] | None:
+        if self.gpus is None or not self.gpus_observable:
+            return None
+        return memory_used(self.gpus, self.inventory_fn)
+
+    def run_server(self, label: str, speculative: bool) -> bool:
+        """Launch, wait, warm up, measure, tear down. True when it measured."""
+        options, knowledge = self.options, self.knowledge
+        port = free_port(options.host)
+        argv = build_command(options, knowledge, port, speculative)
+        first = self.engine.source_root if (self.engine is not None and options.engine_root is not None) else None
+        env = server_env(dict(os.environ), new_run_id(label), first, self.gpus)
+        gpu_before = self._memory()
+        log_path = self.log_dir / f"{label}.log"
+        record = rep.LaunchRecord(label, argv, str(log_path), port, self.gpus, outcome="starting")
+        self.report.launches.append(record)
+        self.progress.start(label, log_path)
+        server = launch(label, argv, env, port, options.host, log_path)
+        gpu_during: dict[int, int] | None = None
+        crashed = False
+        measured = False
+        try:
+            version = self.engine.version if self.engine else None
+            waited = wait_until_ready(server, knowledge, version, options.timeout_s, options.poll_interval_s, self.progress)
+            record.elapsed_s = waited.elapsed_s
+            if waited.status == READY:
+                record.seconds_to_ready = waited.elapsed_s
+                gpu_during = self._memory()
+                measured, crashed = self._measure(server.base_url, label, speculative, record, server.process.poll)
+            elif waited.status in (EXITED, FATAL):
+                crashed = True
+                record.exit_code = waited.exit_code
+            elif waited.status == TIMEOUT:
+                record.outcome = rep.TIMED_OUT
+                record.detail = f"still {waited.phase} after {waited.elapsed_s:.0f} s; last log line: {waited.detail}"
+        finally:
+            with _shielded():
+                self.progress.note(f"tearing down the {label} server")
+                result = teardown(server, options.teardown_grace_s, options.teardown_timeout_s, gpu_before, gpu_during, self.inventory_fn)
+                self.report.teardowns.append(result)
+                if not result.clean:
+                    self.report.notes.append(_unclean(result))
+        if crashed:
+            record.outcome = "crash"
+            record.crash = classify_crash(server.read_log(), record.exit_code, knowledge, self._context(str(log_path)))
+            self.progress.finish(f"the {label} server crashed: {record.crash.cause}")
+        return measured
+
+    def _measure(
+        self, base_url: str, label: str, speculative: bool, record: rep.LaunchRecord, poll: Callable[[], int | None]
+    ) -> tuple[bool, bool]:
+        """(measured, crashed) for a server that answered its health check."""
+        options = self.options
+        client = make_client(self.knowledge.engine, base_url, options.model_path, options.request_timeout_s)
+        error = warm_up(client, self.prompts)
+        if error is not None:
+            if poll() is not None:
+                record.exit_code = poll()
+                return False, True
+            record.outcome = "warmup-failed"
+            record.detail = f"the warm-up request failed: {error}"
+            return False, False
+        record.outcome = READY
+        self.progress.finish(f"the {label} server is ready after {record.seconds_to_ready or 0:.1f} s; measuring")
+        result = measure(label, client, self.prompts, options.concurrency, options.max_new_tokens, speculative, self.progress.note)
+        self.report.metrics[label] = result
+        if result.error and poll() is not None:
+            record.exit_code = poll()
+            return False, True
+        return result.error is None, False
+
+    def _context(self, log_path: str) -> ClassifyContext:
+        options = self.options
+        pre = self.report.preflight
+        command = ["eagle3lint", "verify", "--preflight-only", "--engine", self.knowledge.engine]
+        if options.engine_root is not None:
+            command += ["--engine-root", str(options.engine_root)]
+        command += ["--model-path", options.model_path, "--draft-model-path", options.draft_model_path]
+        return ClassifyContext(
+            engine_root=str(options.engine_root) if options.engine_root is not None else (str(self.engine.root) if self.engine else None),
+            model_file=pre.target_class_path,
+            target_architecture=pre.target.architecture if pre.target else None,
+            target_findings=pre.target_findings,
+            preflight_command=shlex.join(command),
+            log_path=log_path,
+        )
