@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import dataclasses
 import hashlib
 import io
 import os
@@ -113,11 +114,20 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+def _layout_digest() -> str:
+    """The shape of every cached class: a summary written by another build of eagle3lint (a
+    field added or renamed) lands in another namespace instead of loading half-formed."""
+    shape = ";".join(
+        f"{name}:{','.join(f.name for f in dataclasses.fields(cls))}" for name, cls in sorted(_DATACLASSES.items())
+    )
+    return hashlib.sha256(shape.encode()).hexdigest()[:12]
+
+
 class Cache:
     def __init__(self, folder: Path, engine: Engine, settings_digest: str) -> None:
         self.folder = folder
         self.engine = engine
-        key = f"{__version__}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
+        key = f"{__version__}|{_layout_digest()}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
         self.namespace = hashlib.sha256(key.encode()).hexdigest()[:20]
         self.hits = 0
         self.misses = 0

@@ -335,11 +335,19 @@ class ProjectIndex:
                         else:
                             out.append(self._attribute_path(ref, inner, _depth + 1))
                     else:
-                        out.append(self.resolve(current.module, construction.callee))
+                        out.append(self._resolve_in_class(current, cls, construction.callee))
                 return out
             if entry is not None:
                 return [Unknown(f"self.{attr} is not assigned a constructed object")]
         return []
+
+    def _resolve_in_class(self, owner: ClassRef, cls: ClassSummary, dotted_name: str) -> Resolved:
+        """A name used in ``owner.__init__``: its local imports first, then its module."""
+        head, _, rest = dotted_name.partition(".")
+        if head in cls.local_imports:
+            target = cls.local_imports[head] + (f".{rest}" if rest else "")
+            return self.resolve_qualified(target)
+        return self.resolve(owner.module, dotted_name)
 
     def _attribute_path(self, ref: ClassRef, path: str, depth: int) -> Resolved:
         """``self.language_model.model`` -> the class of ``model`` inside the language model."""

@@ -108,6 +108,9 @@ class ClassSummary:
     class_attrs: dict[str, int] = field(default_factory=dict)
     instance_attrs: dict[str, InstanceAttr] = field(default_factory=dict)
     decorators: list[str] = field(default_factory=list)
+    # Imports made inside ``__init__`` (``from .mistral import MistralForCausalLM``), which the
+    # constructions there may use.
+    local_imports: dict[str, str] = field(default_factory=dict)
     # Interface-related attributes assigned on objects other than ``self`` are not tracked.
 
 
@@ -371,6 +374,22 @@ def try_parts(stmt: ast.stmt) -> tuple[list[ast.stmt], list[ast.ExceptHandler], 
     return (getattr(stmt, "body", []), getattr(stmt, "handlers", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []))
 
 
+def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
+    """Import statements of a function body, through if/try blocks (not nested functions)."""
+    found: list[ast.Import | ast.ImportFrom] = []
+    for stmt in body:
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            found.append(stmt)
+        elif isinstance(stmt, (ast.If, ast.With, ast.AsyncWith)):
+            found.extend(_import_statements(stmt.body))
+            found.extend(_import_statements(getattr(stmt, "orelse", [])))
+        elif (parts := try_parts(stmt)) is not None:
+            body_, handlers, orelse, final = parts
+            for block in (body_, *(h.body for h in handlers), orelse, final):
+                found.extend(_import_statements(block))
+    return found
+
+
 def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
     """``self.x = ...`` at statement level (through if/for/with/try blocks), without descending
     into expressions: cheap enough to run on every method of every model."""
@@ -417,22 +436,27 @@ class _ModuleBuilder:
         for stmt in body:
             self.visit_stmt(stmt)
 
-    def visit_stmt(self, stmt: ast.stmt) -> None:
-        s = self.summary
+    def _record_import(self, stmt: ast.Import | ast.ImportFrom, into: dict[str, str]) -> None:
         if isinstance(stmt, ast.Import):
             for alias in stmt.names:
                 if alias.asname:
-                    s.imports[alias.asname] = alias.name
+                    into[alias.asname] = alias.name
                 else:
                     top = alias.name.split(".")[0]
-                    s.imports[top] = top
-        elif isinstance(stmt, ast.ImportFrom):
-            base = self.resolve_relative(stmt.level, stmt.module) if stmt.level else (stmt.module or "")
-            for alias in stmt.names:
-                if alias.name == "*":
-                    s.star_imports.append(base)
-                else:
-                    s.imports[alias.asname or alias.name] = f"{base}.{alias.name}"
+                    into[top] = top
+            return
+        base = self.resolve_relative(stmt.level, stmt.module) if stmt.level else (stmt.module or "")
+        for alias in stmt.names:
+            if alias.name == "*":
+                if into is self.summary.imports:
+                    self.summary.star_imports.append(base)
+            else:
+                into[alias.asname or alias.name] = f"{base}.{alias.name}"
+
+    def visit_stmt(self, stmt: ast.stmt) -> None:
+        s = self.summary
+        if isinstance(stmt, (ast.Import, ast.ImportFrom)):
+            self._record_import(stmt, s.imports)
         elif isinstance(stmt, ast.ClassDef):
             self.visit_class(stmt, prefix="")
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -513,6 +537,9 @@ class _ModuleBuilder:
                     or "cached_property" in decorators
                 )
                 fn, assigns = _summarize_function(stmt, is_method=True, walk=walk)
+                if stmt.name == "__init__":
+                    for imp in _import_statements(stmt.body):
+                        self._record_import(imp, cls.local_imports)
                 if stmt.name in cls.methods and not is_accessor and not _is_overload(decorators):
                     previous = cls.methods[stmt.name]
                     if not _is_overload(previous.decorators) and not previous.is_property:

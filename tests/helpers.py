@@ -60,3 +60,10 @@ SGLANG_SKELETON: dict[str, str | bytes] = {
     "sglang/srt/__init__.py": "",
     "sglang/srt/models/__init__.py": "",
 }
+
+
+# How many findings fixtures/sglang_basic must produce (its expected.json lists them).
+BASIC_FINDINGS = len(json.loads((FIXTURES / "sglang_basic/expected.json").read_text())["findings"])
+BASIC_MODELS_CHECKED = sum(
+    1 for kind in json.loads((FIXTURES / "sglang_basic/expected.json").read_text())["kinds"].values() if kind != "other"
+)

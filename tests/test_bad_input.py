@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, run_cli, run_json
+from tests.helpers import BASIC_FINDINGS, FIXTURES, run_cli, run_json
 
 
 @pytest.fixture()
@@ -41,7 +41,7 @@ def test_non_utf8_file(tree: Path) -> None:
     assert code == 2
     (error,) = data["errors"]
     assert "not valid utf-8" in error["message"] and "0xe9" in error["message"]
-    assert len(data["findings"]) == 13
+    assert len(data["findings"]) == BASIC_FINDINGS
 
 
 def test_declared_encoding_is_honoured(tree: Path) -> None:
@@ -101,7 +101,7 @@ def test_broken_symlink_and_directory_named_py(tree: Path) -> None:
     messages = sorted(e["message"] for e in data["errors"])
     assert code == 2
     assert any("vanished" in m for m in messages)
-    assert len(data["findings"]) == 13
+    assert len(data["findings"]) == BASIC_FINDINGS
 
 
 def test_null_bytes(tree: Path) -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, REPO, run_cli, run_json
+from tests.helpers import BASIC_FINDINGS, FIXTURES, REPO, run_cli, run_json
 
 
 @pytest.fixture()
@@ -87,13 +87,13 @@ def test_a_planted_pickle_cannot_run_code(tree: Path, tmp_path: Path) -> None:
         entry.write_bytes(pickle.dumps({"name": "x", "summary": Exploit()}))
     code, data = run_json("check", ".", cwd=tree)
     assert not marker.exists()
-    assert code == 1 and len(data["findings"]) == 13
+    assert code == 1 and len(data["findings"]) == BASIC_FINDINGS
 
 
 def test_unwritable_cache_folder_still_checks(tree: Path) -> None:
     (tree / ".eagle3lint_cache").write_text("not a folder")
     code, data = run_json("check", ".", cwd=tree)
-    assert code == 1 and len(data["findings"]) == 13
+    assert code == 1 and len(data["findings"]) == BASIC_FINDINGS
 
 
 def test_check_path_does_not_import_libcst_or_astroid(tree: Path) -> None:

@@ -20,7 +20,7 @@ from eagle3lint.findings import Finding, Fix, Related
 from eagle3lint.report.full import SourceLines, write_finding
 from eagle3lint.report.github import escape_data, escape_property, workflow_command, write_github
 from eagle3lint.runner import CheckResult
-from tests.helpers import FIXTURES, REPO, run_cli, run_json
+from tests.helpers import BASIC_FINDINGS, BASIC_MODELS_CHECKED, FIXTURES, REPO, run_cli, run_json
 
 TREE = FIXTURES / "sglang_basic"
 SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json").read_text())
@@ -128,7 +128,7 @@ def test_sarif_results_match_the_findings(sarif: dict[str, Any]) -> None:
     _code, report = run_json("check", TREE)
     run = sarif["runs"][0]
     results = run["results"]
-    assert len(results) == len(report["findings"]) == 13
+    assert len(results) == len(report["findings"]) == BASIC_FINDINGS
     codes = [r["id"] for r in run["tool"]["driver"]["rules"]]
     for result, finding in zip(results, report["findings"], strict=True):
         assert result["ruleId"] == finding["code"] == codes[result["ruleIndex"]]
@@ -183,7 +183,7 @@ def test_sarif_uris_inside_a_git_checkout_are_relative_to_its_top(tmp_path: Path
 def test_sarif_fingerprints_are_stable_across_runs_and_line_shifts(sarif: dict[str, Any], tmp_path: Path) -> None:
     again = run_sarif(TREE)
     assert fingerprints(again) == fingerprints(sarif)
-    assert len(set(fingerprints(sarif).values())) == 13
+    assert len(set(fingerprints(sarif).values())) == BASIC_FINDINGS
 
     tree = tmp_path / "tree"
     shutil.copytree(TREE, tree)
@@ -210,7 +210,7 @@ def test_sarif_reports_unreadable_files_as_notifications(tmp_path: Path) -> None
     [note] = invocation["toolExecutionNotifications"]
     assert note["level"] == "error" and "syntax error" in note["message"]["text"]
     assert primary_uri(note) == "sglang/srt/models/broken.py"
-    assert len(log["runs"][0]["results"]) == 13
+    assert len(log["runs"][0]["results"]) == BASIC_FINDINGS
 
 
 # --- github -----------------------------------------------------------------------------------
@@ -233,9 +233,9 @@ def test_github_annotations_for_the_fixture() -> None:
     done = run_cli("check", TREE, "--format", "github")
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[-1] == "sglang 0.0.1+fixture: 13 errors (16 model classes checked)"
+    assert lines[-1] == f"sglang 0.0.1+fixture: {BASIC_FINDINGS} errors ({BASIC_MODELS_CHECKED} model classes checked)"
     commands = [re.fullmatch(r"::(\w+) (.*?)::(.*)", line) for line in lines[:-1]]
-    assert len(commands) == 13 and all(commands)
+    assert len(commands) == BASIC_FINDINGS and all(commands)
     _code, report = run_json("check", TREE)
     by_key = {(f["path"], f["line"], f["code"], f["message"]): f for f in report["findings"]}
     for match in commands:
