@@ -28,9 +28,13 @@ class CheckResult:
     index: ProjectIndex | None = None
 
 
-def select_rules(select: list[str] | None = None, ignore: list[str] | None = None) -> list[type[Rule]]:
+def select_rules(
+    select: list[str] | None = None, ignore: list[str] | None = None, engine: str | None = None
+) -> list[type[Rule]]:
     chosen = []
     for rule in REGISTRY:
+        if engine is not None and engine not in rule.engines:
+            continue
         wanted = rule.default_enabled if not select else any(rule.code.startswith(s) or s == "ALL" for s in select)
         if ignore and any(rule.code.startswith(i) for i in ignore):
             wanted = False
@@ -62,16 +66,28 @@ def run_check(
     ignore: list[str] | None = None,
 ) -> CheckResult:
     contract = extract_contract(engine)
-    index = build_index(engine)
-    modules = index.load_files(model_files(engine))
-    # A single file outside the models folders can still be the reporting scope.
-    extra = [p for p in scope if p.is_file() and p.suffix == ".py"]
-    modules += index.load_files(extra)
-    models, unresolved = discover_sglang_models(index, modules)
-    ctx = CheckContext(index=index, contract=contract, models=models)
     findings: list[Finding] = []
-    for rule in select_rules(select, ignore):
-        findings.extend(rule().check(ctx))
+    index: ProjectIndex
+    ctx: CheckContext
+    if engine.name == "vllm":
+        # vLLM: models come from the architecture registry, parsed lazily (see eagle3lint.vllm).
+        from eagle3lint.vllm.pipeline import few_collections, prepare_vllm
+
+        with few_collections():
+            prepared = prepare_vllm(engine, contract, scope)
+            index, models, unresolved, ctx = prepared.index, prepared.models, prepared.unresolved, prepared.context
+            for rule in select_rules(select, ignore, engine.name):
+                findings.extend(rule().check(ctx))
+    else:
+        index = build_index(engine)
+        modules = index.load_files(model_files(engine))
+        # A single file outside the models folders can still be the reporting scope.
+        extra = [p for p in scope if p.is_file() and p.suffix == ".py"]
+        modules += index.load_files(extra)
+        models, unresolved = discover_sglang_models(index, modules)
+        ctx = CheckContext(index=index, contract=contract, models=models)
+        for rule in select_rules(select, ignore, engine.name):
+            findings.extend(rule().check(ctx))
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
     findings.sort(key=Finding.sort_key)
     errors = sorted([*contract.errors, *index.errors.values()], key=lambda e: e.path)

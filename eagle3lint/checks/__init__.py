@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from eagle3lint.checks.base import Rule, RuleRegistry
 from eagle3lint.checks.presence import PRESENCE_RULES
+from eagle3lint.checks.vllm_rules import VLLM_RULES
 
-REGISTRY = RuleRegistry(rules=(*PRESENCE_RULES,))
+REGISTRY = RuleRegistry(rules=(*PRESENCE_RULES, *VLLM_RULES))
 
 __all__ = ["REGISTRY", "Rule", "RuleRegistry"]

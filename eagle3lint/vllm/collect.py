@@ -1,0 +1,105 @@
+"""Does a holder's ``forward`` collect auxiliary hidden states?
+
+When EAGLE-3 is on, the runner unpacks the target's output as ``(hidden_states, aux)``. Only a
+``forward`` that reads the recorded layer ids (``self.aux_hidden_state_layers``) or calls the
+mixin's collector (``_maybe_add_hidden_state``) produces that pair, directly or through a helper
+method or a sub-module it calls. Files that mention neither name have no method that collects by
+itself, which is what makes a "no" safe to state.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eagle3lint.index import ClassRef
+from eagle3lint.summary import FunctionSummary
+from eagle3lint.vllm.index import VllmIndex
+
+YES = "yes"
+NO = "no"
+UNKNOWN = "unknown"
+
+_MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class Verdict:
+    value: str  # YES | NO | UNKNOWN
+    where: str  # the function that collects, or why it is unknown, or the forward that does not
+
+
+class CollectChecker:
+    def __init__(self, index: VllmIndex, attributes: frozenset[str], calls: frozenset[str]) -> None:
+        self.index = index
+        self.attributes = attributes
+        self.calls = calls
+        package = index.engine.pack.package
+        self.model_prefixes = tuple(f"{package}.{m.replace('/', '.')}." for m in index.engine.pack.models)
+        self._cache: dict[ClassRef, Verdict] = {}
+
+    def collects(self, ref: ClassRef) -> Verdict:
+        cached = self._cache.get(ref)
+        if cached is None:
+            cached = self._cache[ref] = self._class(ref, 0, set())
+        return cached
+
+    def _class(self, ref: ClassRef, depth: int, seen: set[tuple[ClassRef, str]]) -> Verdict:
+        lookup = self.index.lookup(ref, "forward")
+        if lookup.status != "found" or lookup.function is None or lookup.owner is None:
+            reason = lookup.reason or f"{ref.qualname} has no forward in the engine source"
+            return Verdict(UNKNOWN, reason)
+        return self._function(ref, lookup.owner, lookup.function, depth, seen)
+
+    def _function(self, ref: ClassRef, owner: ClassRef, fn: FunctionSummary, depth: int, seen: set[tuple[ClassRef, str]]) -> Verdict:
+        where = f"{owner.qualname}.{fn.name}"
+        key = (owner, fn.name)
+        if key in seen:
+            return Verdict(NO, where)
+        seen.add(key)
+        if not fn.walked:
+            # Not walked means its file never names the capture attribute or the collector.
+            return Verdict(NO, where)
+        if fn.self_reads & self.attributes or fn.calls & self.calls:
+            return Verdict(YES, where)
+        if depth >= _MAX_DEPTH:
+            return Verdict(NO, where)
+        unknown: Verdict | None = None
+        callees = [self._callee(ref, name, depth + 1, seen) for name in sorted(fn.calls & fn.self_reads)]
+        if "super" in fn.calls:
+            # ``super().forward(...)``: the next definition along the MRO.
+            callees.extend(self._super(ref, owner, name, depth + 1, seen) for name in sorted(fn.calls))
+        for verdict in callees:
+            if verdict.value == YES:
+                return verdict
+            if verdict.value == UNKNOWN and unknown is None:
+                unknown = verdict
+        return unknown or Verdict(NO, where)
+
+    def _super(self, ref: ClassRef, owner: ClassRef, name: str, depth: int, seen: set[tuple[ClassRef, str]]) -> Verdict:
+        mro = self.index.mro(ref)
+        if owner not in mro.classes:
+            return Verdict(NO, name)
+        for current in mro.classes[mro.classes.index(owner) + 1 :]:
+            cls = self.index.class_summary(current)
+            fn = cls.methods.get(name) if cls else None
+            if fn is not None:
+                return self._function(ref, current, fn, depth, seen)
+        if mro.unknown_bases and name == "forward":
+            return Verdict(UNKNOWN, f"super().{name} may come from " + ", ".join(mro.unknown_bases))
+        return Verdict(NO, name)
+
+    def _callee(self, ref: ClassRef, name: str, depth: int, seen: set[tuple[ClassRef, str]]) -> Verdict:
+        lookup = self.index.lookup(ref, name)
+        if lookup.status == "found" and lookup.kind == "method" and lookup.function is not None and lookup.owner is not None:
+            return self._function(ref, lookup.owner, lookup.function, depth, seen)
+        if lookup.status == "found" and lookup.kind == "instance_attr":
+            verdict = Verdict(NO, f"self.{name}")
+            for held in self.index.attribute_classes(ref, name):
+                if isinstance(held, ClassRef) and held.module.startswith(self.model_prefixes):
+                    inner = self._class(held, depth, seen)
+                    if inner.value == YES:
+                        return inner
+            return verdict
+        if lookup.status == "unknown":
+            return Verdict(UNKNOWN, lookup.reason)
+        return Verdict(NO, name)
