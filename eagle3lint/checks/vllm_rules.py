@@ -14,10 +14,10 @@ from typing import ClassVar
 
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
 from eagle3lint.contract import ContractSite
 from eagle3lint.findings import Finding, Related
 from eagle3lint.models import TARGET, ModelClass
-from eagle3lint.vllm.analysis import NO, YES, VllmCheckContext
 from eagle3lint.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.vllm.collect import UNKNOWN as COLLECTS_UNKNOWN
 from eagle3lint.vllm.collect import YES as COLLECTS_YES

@@ -3,12 +3,13 @@
 When EAGLE-3 is on, the runner unpacks the target's output as ``(hidden_states, aux)``. Only a
 ``forward`` that reads the recorded layer ids (``self.aux_hidden_state_layers``) or calls the
 mixin's collector (``_maybe_add_hidden_state``) produces that pair, directly or through a helper
-method or a sub-module it calls. Files that mention neither name have no method that collects by
-itself, which is what makes a "no" safe to state.
+method, a ``super()`` call or a sub-module it calls. Bodies the summary did not walk are re-read
+on their own (:mod:`eagle3lint.vllm.snippets`), so a "no" is always based on the code itself.
 """
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass
 
 from eagle3lint.index import ClassRef
@@ -20,6 +21,12 @@ NO = "no"
 UNKNOWN = "unknown"
 
 _MAX_DEPTH = 3
+
+
+@dataclass(frozen=True)
+class _Facts:
+    reads: frozenset[str]  # self.<attr> loads
+    calls: frozenset[str]  # called names: f(...) -> "f", x.m(...) -> "m"
 
 
 @dataclass(frozen=True)
@@ -36,6 +43,7 @@ class CollectChecker:
         package = index.engine.pack.package
         self.model_prefixes = tuple(f"{package}.{m.replace('/', '.')}." for m in index.engine.pack.models)
         self._cache: dict[ClassRef, Verdict] = {}
+        self._facts: dict[tuple[ClassRef, str], _Facts | None] = {}
 
     def collects(self, ref: ClassRef) -> Verdict:
         cached = self._cache.get(ref)
@@ -56,24 +64,34 @@ class CollectChecker:
         if key in seen:
             return Verdict(NO, where)
         seen.add(key)
-        if not fn.walked:
-            # Not walked means its file never names the capture attribute or the collector.
-            return Verdict(NO, where)
-        if fn.self_reads & self.attributes or fn.calls & self.calls:
+        facts = self._facts_of(owner, fn)
+        if facts is None:
+            return Verdict(UNKNOWN, f"{where} cannot be read")
+        if facts.reads & self.attributes or facts.calls & self.calls:
             return Verdict(YES, where)
         if depth >= _MAX_DEPTH:
             return Verdict(NO, where)
         unknown: Verdict | None = None
-        callees = [self._callee(ref, name, depth + 1, seen) for name in sorted(fn.calls & fn.self_reads)]
-        if "super" in fn.calls:
+        callees = [self._callee(ref, name, depth + 1, seen) for name in sorted(facts.calls & facts.reads)]
+        if "super" in facts.calls:
             # ``super().forward(...)``: the next definition along the MRO.
-            callees.extend(self._super(ref, owner, name, depth + 1, seen) for name in sorted(fn.calls))
+            callees.extend(self._super(ref, owner, name, depth + 1, seen) for name in sorted(facts.calls))
         for verdict in callees:
             if verdict.value == YES:
                 return verdict
             if verdict.value == UNKNOWN and unknown is None:
                 unknown = verdict
         return unknown or Verdict(NO, where)
+
+    def _facts_of(self, owner: ClassRef, fn: FunctionSummary) -> _Facts | None:
+        if fn.walked:
+            return _Facts(frozenset(fn.self_reads), frozenset(fn.calls))
+        key = (owner, fn.name)
+        if key not in self._facts:
+            module = self.index.module(owner.module)
+            tree = self.index.snippets.parse(module.path, fn.lineno, fn.end_lineno) if module else None
+            self._facts[key] = _read_facts(tree) if tree is not None else None
+        return self._facts[key]
 
     def _super(self, ref: ClassRef, owner: ClassRef, name: str, depth: int, seen: set[tuple[ClassRef, str]]) -> Verdict:
         mro = self.index.mro(ref)
@@ -103,3 +121,23 @@ class CollectChecker:
         if lookup.status == "unknown":
             return Verdict(UNKNOWN, lookup.reason)
         return Verdict(NO, name)
+
+
+def _read_facts(tree: ast.AST) -> _Facts | None:
+    function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+    if function is None:
+        return None
+    args = [*function.args.posonlyargs, *function.args.args]
+    self_name = args[0].arg if args else "self"
+    reads: set[str] = set()
+    calls: set[str] = set()
+    for node in ast.walk(function):
+        if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
+            if isinstance(node.value, ast.Name) and node.value.id == self_name:
+                reads.add(node.attr)
+        elif isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                calls.add(node.func.id)
+            elif isinstance(node.func, ast.Attribute):
+                calls.add(node.func.attr)
+    return _Facts(frozenset(reads), frozenset(calls))

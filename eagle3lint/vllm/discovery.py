@@ -4,15 +4,26 @@ included, classified by the registry section that lists it and by its shape."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from pathlib import Path
 
 from eagle3lint.engine import Engine
+from eagle3lint.errors import UsageError
 from eagle3lint.index import ClassRef, Resolved, Unknown
-from eagle3lint.models import DRAFT, EAGLE3_DRAFT, OTHER, ModelClass, UnresolvedEntry, classify
+from eagle3lint.models import (
+    DRAFT,
+    EAGLE3_DRAFT,
+    OTHER,
+    TARGET,
+    ModelClass,
+    UnresolvedEntry,
+    classify,
+    in_scope,
+)
+from eagle3lint.summary import ClassSummary
 from eagle3lint.vllm.dispatch import platform_variants
 from eagle3lint.vllm.index import ArchitectureResolver, VllmIndex
 from eagle3lint.vllm.pack import VllmPack, vllm_pack
-from eagle3lint.vllm.protocol import VllmProtocol
 from eagle3lint.vllm.registry import Registry, RegistryEntry, read_registry
 from eagle3lint.vllm.snippets import SnippetReader
 
@@ -20,11 +31,13 @@ from eagle3lint.vllm.snippets import SnippetReader
 @dataclass
 class Discovery:
     registry: Registry | None
-    models: list[ModelClass]
+    models: list[ModelClass]  # parsed and classified: the registrations in the reporting scope
     unresolved: list[UnresolvedEntry]
+    # Registrations outside the reporting scope, classified from the registry alone (not parsed).
+    registered_only: list[ModelClass] = field(default_factory=list)
 
 
-def build_vllm_index(engine: Engine, protocol: VllmProtocol | None = None) -> VllmIndex:
+def build_vllm_index(engine: Engine) -> VllmIndex:
     pack = engine.pack
     vpack = vllm_pack(pack)
     walk = (
@@ -32,15 +45,15 @@ def build_vllm_index(engine: Engine, protocol: VllmProtocol | None = None) -> Vl
         | frozenset(n for spec in pack.members.values() for n in spec.former_names)
         | frozenset(vpack.walk_methods)
     )
-    # Files that mention the capture attribute or the mixin's collector get every method
-    # walked: a forward may collect through a helper method.
-    names = {vpack.capture_attribute}
-    if protocol is not None and protocol.mixin is not None:
-        names.update(protocol.mixin.collect_methods)
-    needles = tuple(sorted(n.encode() for n in names))
-    index = VllmIndex(engine, walk_names=walk, needles=needles)
+    # No needles: the few other bodies the holder and collect analyses need are re-read on
+    # demand (eagle3lint.vllm.snippets), cheaper than walking every method of the files.
+    index = VllmIndex(engine, walk_names=walk, needles=())
     index.vpack = vpack
     index.snippets = SnippetReader()
+    try:
+        index.model_class_pattern = re.compile(vpack.inner_model_class)
+    except re.error as exc:
+        raise UsageError(f"rules/vllm.toml: inner_model_class is not a valid regular expression: {exc}") from exc
     return index
 
 
@@ -87,7 +100,63 @@ def _kind(index: VllmIndex, ref: ClassRef, kinds: set[str], sections: list[str])
     return OTHER, f"pooling model: embedding, classification or reward (registered in {where})"
 
 
-def discover_vllm_models(index: VllmIndex) -> Discovery:
+def _module_location(index: VllmIndex, module: str) -> Path | None:
+    base = index.engine.source_root.joinpath(*module.split("."))
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base
+    return None
+
+
+def _entry_in_scope(location: Path | None, scope: list[Path]) -> bool:
+    """A registration is checked when its module (a file, or a whole package with its platform
+    variants) overlaps the reporting scope; nothing is parsed to decide it."""
+    if location is None:
+        return True  # resolution will say what is wrong with it
+    if location.is_dir():
+        inside = [str(p.resolve()) for p in scope]
+        root = str(location.resolve())
+        return in_scope(str(location / "__init__.py"), scope) or any(p == root or p.startswith(root + "/") for p in inside)
+    return in_scope(str(location), scope)
+
+
+def _registered_only(entry: RegistryEntry, location: Path | None, index: VllmIndex) -> ModelClass:
+    pack, vpack = index.engine.pack, index.vpack
+    kinds = entry.section_kinds(vpack)
+    name = entry.class_name
+    where = ", ".join(sorted(set(entry.sections)))
+    if "generation" in kinds:
+        kind, reason = OTHER, "no generative-model name"
+        if pack.eagle3_draft_pattern.search(name):
+            kind, reason = EAGLE3_DRAFT, "EAGLE-3 draft head by its name"
+        elif pack.draft_pattern.search(name):
+            kind, reason = DRAFT, "draft head by its name"
+        elif other := next((o for o in pack.other_patterns if o.pattern.search(name)), None):
+            kind, reason = OTHER, other.reason
+        elif pack.target_name_pattern.search(name):
+            kind, reason = TARGET, "generative model by its name"
+    elif "draft" in kinds:
+        kind, reason = (EAGLE3_DRAFT if pack.eagle3_draft_pattern.search(name) else DRAFT), "draft model"
+    else:
+        kind, reason = OTHER, "pooling model"
+    path = location / "__init__.py" if location is not None and location.is_dir() else location
+    summary = ClassSummary(name=name, qualname=name, lineno=1, col=0, end_lineno=1, bases=[])
+    return ModelClass(
+        ClassRef(entry.module, name),
+        str(path or ""),
+        summary,
+        kind,
+        f"{reason} (registered in {where}; outside the reporting scope: classified from the registry, not parsed)",
+        entry.architecture,
+        None,
+        [entry.architecture],
+    )
+
+
+def discover_vllm_models(index: VllmIndex, scope: list[Path] | None = None) -> Discovery:
+    """The registry's classes: parsed and classified for registrations in ``scope`` (all when
+    None), classified from the registry alone for the others."""
     vpack = index.vpack
     registry = read_registry(index, vpack)
     if registry is None:
@@ -95,7 +164,16 @@ def discover_vllm_models(index: VllmIndex) -> Discovery:
     index.architecture_classes = architecture_resolver(index, registry, vpack)
     grouped: dict[tuple[ClassRef, str | None], tuple[list[str], list[str]]] = {}
     unresolved: list[UnresolvedEntry] = []
+    outside: dict[tuple[str, str], ModelClass] = {}
     for entry in registry.entries.values():
+        location = _module_location(index, entry.module)
+        if scope is not None and not _entry_in_scope(location, scope):
+            known = outside.get((entry.module, entry.class_name))
+            if known is None:
+                outside[(entry.module, entry.class_name)] = _registered_only(entry, location, index)
+            else:
+                known.architectures.append(entry.architecture)
+            continue
         for variant, resolved in _entry_classes(index, entry, vpack):
             if not isinstance(resolved, ClassRef) or index.class_summary(resolved) is None:
                 reason = _built_at_run_time(index, entry) or getattr(resolved, "reason", None) or f"resolves to {resolved}, not a class in the tree"
@@ -119,4 +197,4 @@ def discover_vllm_models(index: VllmIndex) -> Discovery:
         kinds = {vpack.sections.get(s, vpack.default_section) for s in sections}
         kind, reason = _kind(index, ref, kinds, sections)
         models.append(ModelClass(ref, module.path, summary, kind, reason, architectures[0], variant, architectures))
-    return Discovery(registry, models, unresolved)
+    return Discovery(registry, models, unresolved, list(outside.values()))

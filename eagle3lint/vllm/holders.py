@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from eagle3lint.index import ClassRef, MemberLookup, Resolved, Unknown
 from eagle3lint.models import TARGET, classify, inner_models
 from eagle3lint.summary import FunctionSummary
-from eagle3lint.vllm.index import VllmIndex
+from eagle3lint.vllm.index import RUNTIME_CHOICE, VllmIndex
 from eagle3lint.vllm.protocol import HolderWalk, VllmProtocol
 
 RESOLVED = "resolved"
@@ -166,7 +166,7 @@ class HolderFinder:
     def _is_language_model(self, ref: ClassRef, attr: str) -> bool:
         held = self.index.attribute_classes(ref, attr)
         return any(isinstance(h, ClassRef) and classify(self.index, h)[0] == TARGET for h in held) or any(
-            isinstance(h, Unknown) for h in held
+            isinstance(h, Unknown) and h.reason == RUNTIME_CHOICE for h in held
         )
 
     def _marked_attributes(self, ref: ClassRef) -> list[str]:

@@ -14,6 +14,7 @@ never as an error).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 
 from eagle3lint.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
@@ -36,6 +37,7 @@ def _string_list(node: ast.AST) -> list[str] | None:
 
 class VllmIndex(ProjectIndex):
     vpack: VllmPack
+    model_class_pattern: re.Pattern[str]
     architecture_classes: ArchitectureResolver | None = None
     snippets: SnippetReader
 
@@ -58,8 +60,8 @@ class VllmIndex(ProjectIndex):
                 break
             last_line = max(c.lineno for c in entry.constructions)
             latest = [c for c in entry.constructions if c.lineno == last_line]
-            if not any(self._is_special(current, c) for c in latest):
-                break
+            if any("." in c.callee[len("self.") :] for c in latest if c.callee.startswith("self.")):
+                break  # ``self.a = self.b.c``: the base index follows attribute paths
             out: list[Resolved] = []
             for construction in latest:
                 out.extend(self._construction_classes(ref, current, construction, _depth))
@@ -67,12 +69,6 @@ class VllmIndex(ProjectIndex):
         return super().attribute_classes(ref, attr, _depth)
 
     # ---- what a construction builds ----------------------------------------------------------
-    def _is_special(self, owner: ClassRef, construction: Construction) -> bool:
-        if construction.callee.startswith("self."):
-            name = construction.callee[len("self.") :]
-            return "." not in name and self._self_callable(owner, name) is not None
-        return self._is_factory(owner, construction)
-
     def _self_callable(self, ref: ClassRef, name: str) -> str | None:
         """"method" or "class_attr" when ``self.<name>(...)`` calls a factory method or a class
         stored in a class attribute."""
@@ -95,9 +91,11 @@ class VllmIndex(ProjectIndex):
                 return self._method_returns(ref, name)
             if kind == "class_attr":
                 return [self._class_attr_value(ref, name)]
-            if "." not in name:
-                return super().attribute_classes(ref, name, depth + 1)
-            return [Unknown(f"cannot follow {construction.callee}")]
+            return super().attribute_classes(ref, name, depth + 1)
+        last = construction.callee.rsplit(".", 1)[-1]
+        if not self.model_class_pattern.search(last):
+            # Not worth resolving (and parsing its module): layers, configs, helpers.
+            return [Unknown(f"{construction.callee}(...) is not named like a model class")]
         return [self.resolve(owner.module, construction.callee)]
 
     def _is_factory(self, owner: ClassRef, construction: Construction) -> bool:

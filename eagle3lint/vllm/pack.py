@@ -35,8 +35,9 @@ class VllmPack:
     # [platforms]
     platform_markers: tuple[str, ...]
     platform_folders: tuple[str, ...]
-    # [holders]
+    # top level
     walk_methods: tuple[str, ...]
+    inner_model_class: str
     language_model_marker: str
 
 
@@ -50,14 +51,14 @@ def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
 def _str(table: dict[str, Any], section: str, key: str, default: str) -> str:
     value = table.get(key, default)
     if not isinstance(value, str):
-        raise UsageError(f"{rules_dir() / 'vllm.toml'}: {section}.{key} must be a string")
+        raise UsageError(f"{rules_dir() / 'vllm.toml'}: {section + '.' if section else ''}{key} must be a string")
     return value
 
 
 def _strs(table: dict[str, Any], section: str, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
     value = table.get(key, list(default))
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{rules_dir() / 'vllm.toml'}: {section}.{key} must be a list of strings")
+        raise UsageError(f"{rules_dir() / 'vllm.toml'}: {section + '.' if section else ''}{key} must be a list of strings")
     return tuple(value)
 
 
@@ -91,7 +92,8 @@ def _parse(pack: RulePack) -> VllmPack:
         default_section=default_section,
         platform_markers=_strs(platforms, "platforms", "markers", ("current_platform",)),
         platform_folders=_strs(platforms, "platforms", "folders"),
-        walk_methods=_strs(holders, "holders", "walk_methods"),
+        walk_methods=_strs(data, "", "walk_methods"),
+        inner_model_class=_str(data, "", "inner_model_class", "."),
         language_model_marker=_str(holders, "holders", "language_model_marker", ""),
     )
 

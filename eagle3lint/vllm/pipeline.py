@@ -8,10 +8,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.checks.vllm_context import VllmCheckContext
 from eagle3lint.contract import Contract
 from eagle3lint.engine import Engine
 from eagle3lint.models import ModelClass, UnresolvedEntry, in_scope
-from eagle3lint.vllm.analysis import VllmCheckContext
 from eagle3lint.vllm.discovery import build_vllm_index, discover_vllm_models
 from eagle3lint.vllm.index import VllmIndex
 from eagle3lint.vllm.protocol import VllmContract
@@ -40,14 +40,15 @@ def few_collections() -> Iterator[None]:
 def prepare_vllm(engine: Engine, contract: Contract, scope: list[Path]) -> VllmPrepared:
     extra = contract.extra.get("vllm")
     vllm_contract = extra if isinstance(extra, VllmContract) else VllmContract(None)
-    index = build_vllm_index(engine, vllm_contract.protocol)
+    index = build_vllm_index(engine)
     # A single file outside the registry can still be the reporting scope.
     index.load_files([p for p in scope if p.is_file() and p.suffix == ".py"])
-    discovery = discover_vllm_models(index)
+    discovery = discover_vllm_models(index, scope)
     checked = [m for m in discovery.models if in_scope(m.path, scope)]
     context = VllmCheckContext(
         index=index, contract=contract, models=checked, vllm=vllm_contract, all_models=discovery.models
     )
     if discovery.registry is None:
         context.notes.append("no architecture registry found (model_executor/models/registry.py): no models to check")
-    return VllmPrepared(index, discovery.models, discovery.unresolved, context)
+    models = [*discovery.models, *discovery.registered_only]
+    return VllmPrepared(index, models, discovery.unresolved, context)

@@ -1,4 +1,4 @@
-"""Per-model EAGLE-3 facts for the vLLM rules, computed once and shared.
+"""The context vLLM rules see: per-model EAGLE-3 facts, computed once and shared.
 
 For a model class: does ``supports_eagle3()`` hold (every protocol member present in its MRO),
 does it implement the setter itself, which object does the setter reach (the holder), does that
