@@ -21,7 +21,7 @@ from eagle3lint.models import TARGET, ModelClass
 from eagle3lint.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.vllm.collect import UNKNOWN as COLLECTS_UNKNOWN
 from eagle3lint.vllm.collect import YES as COLLECTS_YES
-from eagle3lint.vllm.holders import NO_INNER, RESOLVED, Holder
+from eagle3lint.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
 
 
 class VllmRule(Rule):
@@ -498,7 +498,7 @@ class HolderNotProvable(VllmRule):
                 if not unknown:
                     continue
                 reason = f"whether `{holder.path}` collects aux hidden states: {unknown[0].where}"
-            elif holder.status != NO_INNER:
+            elif holder.status not in (NO_INNER, NO_SETTER):
                 reason = f"what `{ctx.vindex.vpack.setter}` reaches ({holder.via or 'setter'}"
                 reason += f", at `{holder.path}`" if holder.path != "self" else ""
                 reason += f"): {holder.reason}"

@@ -24,11 +24,13 @@ from eagle3lint.vllm.protocol import HolderWalk, VllmProtocol
 RESOLVED = "resolved"
 UNKNOWN = "unknown"
 NO_INNER = "no-inner"  # the default walk requires ``.model`` and the object it reached has none
+# The setter is missing or only a stub: the presence rules (E3L001/E3L003/E3L004) report it.
+NO_SETTER = "no-setter"
 
 
 @dataclass
 class Holder:
-    status: str  # RESOLVED | UNKNOWN | NO_INNER
+    status: str  # RESOLVED | UNKNOWN | NO_INNER | NO_SETTER
     classes: list[ClassRef] = field(default_factory=list)
     path: str = "self"  # how the setter reaches it: "self.language_model.model"
     via: str = ""  # "the SupportsEagle3 default" | "the override in Foo"
@@ -77,9 +79,11 @@ class HolderFinder:
             return self._from_override(ref, lookup, depth)
         if lookup.status in ("unknown", "getattr") and not assume_default:
             return Holder(UNKNOWN, reason=lookup.reason or "the setter comes from a base eagle3lint cannot read")
+        if lookup.status == "missing" and not assume_default:
+            return Holder(NO_SETTER, reason=f"{ref.qualname} has no {self.vpack.setter}")
         walk = self.protocol.walks.get(self.vpack.setter) if self.protocol else None
         if walk is None:
-            return Holder(UNKNOWN, reason="the protocol's setter has no default body here")
+            return Holder(NO_SETTER, reason=f"the protocol's {self.vpack.setter} is only a stub")
         return self._from_default(ref, walk)
 
     # ---- the protocol default --------------------------------------------------------------
@@ -105,6 +109,8 @@ class HolderFinder:
             break
         if parents is None:
             parents = [ref]
+        if not parents:
+            return Holder(UNKNOWN, path=path, via=via, reason=f"what {path} holds is not known")
         holder = Holder(RESOLVED, path=path, via=via, asserted_mixin=walk.asserted_mixin)
         for parent in parents:
             if not isinstance(parent, ClassRef):
@@ -134,11 +140,13 @@ class HolderFinder:
         """What ``self.<name>()`` returns: ``return self.x`` in an override, or, for the
         interfaces' default ``get_language_model()``, the language model the class builds."""
         fn = lookup.function
-        if fn is not None and fn.returns_self_attr:
-            held = self.index.attribute_classes(ref, fn.returns_self_attr)
-            return held, f"self.{fn.returns_self_attr}"
         owner = lookup.owner
         proto = self.protocol
+        if fn is not None and fn.returns_self_attr and not (owner and proto and owner.module == proto.module):
+            held = self.index.attribute_classes(ref, fn.returns_self_attr)
+            if not held:
+                return None, f"self.{fn.returns_self_attr} is not assigned in __init__"
+            return held, f"self.{fn.returns_self_attr}"
         if owner is not None and proto is not None and owner.module == proto.module and fn is not None and not fn.is_stub:
             # The default returns the module built under ``with self._mark_language_model(...)``.
             marked = self._marked_attributes(ref)
