@@ -155,6 +155,7 @@ def test_scope_outside_models_still_checks_platform_packages() -> None:
     package = Path("vllm/models/deepseek_v4")
     assert (root.parent / package).is_dir()
     code, data = _check("vllm==0.33.0", str(package))
+    assert code == 1
     assert data["errors"] == []
     variants = {m["variant"] for m in data["models"] if m["class"] == "DeepseekV4ForCausalLM"}
     assert {"nvidia", "amd", "xpu", "cpu"} <= variants

@@ -113,10 +113,17 @@ class CollectChecker:
         if lookup.status == "found" and lookup.kind == "instance_attr":
             verdict = Verdict(NO, f"self.{name}")
             for held in self.index.attribute_classes(ref, name):
-                if isinstance(held, ClassRef) and held.module.startswith(self.model_prefixes):
-                    inner = self._class(held, depth, seen)
-                    if inner.value == YES:
-                        return inner
+                if not isinstance(held, ClassRef):
+                    continue  # layers, configs: not named like a model (see VllmIndex)
+                if not held.module.startswith(self.model_prefixes):
+                    # A model-like module from elsewhere in the engine: not followed, not denied.
+                    verdict = Verdict(UNKNOWN, f"self.{name} is a {held.qualname} from {held.module}")
+                    continue
+                inner = self._class(held, depth, seen)
+                if inner.value == YES:
+                    return inner
+                if inner.value == UNKNOWN:
+                    verdict = inner
             return verdict
         if lookup.status == "unknown":
             return Verdict(UNKNOWN, lookup.reason)

@@ -109,6 +109,12 @@ def _module_location(index: VllmIndex, module: str) -> Path | None:
     return None
 
 
+def _module_file(location: Path | None) -> Path | None:
+    if location is None:
+        return None
+    return location / "__init__.py" if location.is_dir() else location
+
+
 def _entry_in_scope(location: Path | None, scope: list[Path]) -> bool:
     """A registration is checked when its module (a file, or a whole package with its platform
     variants) overlaps the reporting scope; nothing is parsed to decide it."""
@@ -165,9 +171,14 @@ def discover_vllm_models(index: VllmIndex, scope: list[Path] | None = None) -> D
     grouped: dict[tuple[ClassRef, str | None], tuple[list[str], list[str]]] = {}
     unresolved: list[UnresolvedEntry] = []
     outside: dict[tuple[str, str], ModelClass] = {}
+    locations = {e.architecture: _module_location(index, e.module) for e in registry.entries.values()}
+    checked = {a for a, location in locations.items() if scope is None or _entry_in_scope(location, scope)}
+    # One batch for the registered modules in scope, so a parallel summary provider can share
+    # them out; everything else they lean on is parsed on demand.
+    index.load_files(sorted({p for a in checked if (p := _module_file(locations[a])) is not None}))
     for entry in registry.entries.values():
-        location = _module_location(index, entry.module)
-        if scope is not None and not _entry_in_scope(location, scope):
+        location = locations[entry.architecture]
+        if entry.architecture not in checked:
             known = outside.get((entry.module, entry.class_name))
             if known is None:
                 outside[(entry.module, entry.class_name)] = _registered_only(entry, location, index)

@@ -29,12 +29,13 @@ class VllmPrepared:
 def few_collections() -> Iterator[None]:
     """Summaries are many small long-lived objects: the cyclic collector would rescan them
     again and again while the index grows, for nothing (they hold no cycles worth freeing)."""
-    before = gc.get_threshold()
-    gc.set_threshold(max(before[0], 100_000), before[1], before[2])
+    was_enabled = gc.isenabled()
+    gc.disable()
     try:
         yield
     finally:
-        gc.set_threshold(*before)
+        if was_enabled:
+            gc.enable()
 
 
 def prepare_vllm(engine: Engine, contract: Contract, scope: list[Path]) -> VllmPrepared:
