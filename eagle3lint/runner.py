@@ -90,7 +90,8 @@ def run_check(
             findings.extend(rule().check(ctx))
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
     findings.sort(key=Finding.sort_key)
-    errors = sorted([*contract.errors, *index.errors.values()], key=lambda e: e.path)
+    # A file both the contract scan and the index read is reported once.
+    errors = sorted({*contract.errors, *index.errors.values()}, key=lambda e: (e.path, e.message))
     errors = [e for e in errors if in_scope(e.path, scope) or _is_engine_file(e.path, engine)]
     return CheckResult(engine, contract, findings, errors, models, unresolved, ctx.notes, index)
 

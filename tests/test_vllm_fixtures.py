@@ -173,3 +173,38 @@ def test_vllm_rules_never_run_on_sglang_shaped_input() -> None:
 
     chosen = set(select_rules(None, None, "sglang"))
     assert not [r for r in VLLM_RULES if r.engines == ("vllm",) and r in chosen]
+
+
+def _copy_tree(tmp_path: Path) -> Path:
+    import shutil
+
+    target = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "vllm_modern", target)
+    return target / "vllm"
+
+
+def test_broken_interfaces_is_one_clear_error_and_the_rest_is_checked(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    with (root / "model_executor/models/interfaces.py").open("a") as handle:
+        handle.write("def broken(:\n")
+    done = run_cli("check", root, "--format", "json")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "interfaces.py" in errors[0] and "syntax error" in errors[0]
+    data = json.loads(done.stdout)
+    assert data["findings"], "the other files are still checked"
+
+
+def test_unreadable_model_file_and_broken_dispatch_package(tmp_path: Path) -> None:
+    root = _copy_tree(tmp_path)
+    (root / "model_executor/models/plain.py").write_bytes(b"class PlainForCausalLM:\n    x = '\xff'\n")
+    with (root / "models/dual/__init__.py").open("a") as handle:
+        handle.write("class X(\n")
+    done = run_cli("check", root, "-v")
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "plain.py: error: not valid utf-8" in done.stderr
+    assert "dual/__init__.py: error: syntax error" in done.stderr
+    assert "unresolved    PlainForCausalLM" in done.stdout
+    assert "E3L011" in done.stdout  # QuietForCausalLM is still checked

@@ -490,10 +490,12 @@ def read_protocol(engine: Engine) -> tuple[VllmProtocol | None, FileError | None
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=str(path))
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        line = getattr(exc, "lineno", None)
-        where = f" at line {line}" if line else ""
-        return None, FileError(str(path), f"syntax error{where}: {getattr(exc, 'msg', exc)}")
+    except SyntaxError as exc:
+        # The same wording as the index's, so the runner reports the file once.
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        return None, FileError(str(path), f"syntax error at {where}: {exc.msg}")
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return None, FileError(str(path), f"cannot be parsed: {type(exc).__name__}: {exc}")
     module = ".".join([engine.pack.package, *parts])
     rel = Path(path).relative_to(engine.source_root).as_posix()
     return parse_interfaces(tree, module, rel, vpack), None
