@@ -541,7 +541,7 @@ def extract_contract(engine: Engine) -> Contract:
                 entry = members[site.member] = MemberContract(site.member, "method" if site.access == "call" else "attribute", known=False)
             entry.sites.append(site)
     if engine.name == "vllm":
-        from eagle3lint.vllm.protocol import VllmContract
+        from eagle3lint.vllm.protocol import VllmContract, read_allow_list
 
-        contract.extra["vllm"] = VllmContract.from_scan(protocol, check_calls)
+        contract.extra["vllm"] = VllmContract.from_scan(protocol, check_calls, read_allow_list(engine))
     return contract

@@ -152,7 +152,10 @@ def test_contract_guard_after_a_raising_check() -> None:
 def test_contract_without_protocol_is_call_sites_alone() -> None:
     code, data = run_json("contract", FIXTURES / "vllm_legacy")
     assert code == 0
-    assert data["vllm"] == {"protocol": None, "check_sites": []}
+    assert data["vllm"]["protocol"] is None
+    assert data["vllm"]["check_sites"] == []
+    # The config's HF model_type allow-list of older releases is part of the contract.
+    assert data["vllm"]["model_type_allow_list"] == {"path": "vllm/config.py", "line": 3, "model_types": ["llama"]}
     guards = {s["guard"] for m in data["members"] for s in m["sites"]}
     assert guards == {"none"}
 

@@ -141,6 +141,8 @@ def test_contract_reads_each_release_shape() -> None:
         assert code == 0, spec
         used = {m["name"] for m in data["members"] if m["sites"]}
         assert used == {"set_aux_hidden_state_layers", getter}, spec
+        allow = data["vllm"]["model_type_allow_list"]
+        assert allow is not None and "llama" in allow["model_types"], spec
         proto = data["vllm"]["protocol"]
         if body is None:
             assert proto is None
@@ -148,6 +150,14 @@ def test_contract_reads_each_release_shape() -> None:
         methods = {m["name"]: m["body"] for m in proto["members"] if m["kind"] == "method"}
         assert methods == {"set_aux_hidden_state_layers": body, getter: body}, spec
         assert any(s["guard"] == "error" for s in data["vllm"]["check_sites"]), spec
+
+
+def test_allow_list_is_gone_in_0_33_0() -> None:
+    release_root("vllm==0.33.0")
+    code, data = run_json("contract", "--release", "vllm==0.33.0")
+    assert code == 0
+    assert data["vllm"]["model_type_allow_list"] is None
+    assert {s["guard"] for s in data["vllm"]["check_sites"]} == {"error"}
 
 
 def test_scope_outside_models_still_checks_platform_packages() -> None:

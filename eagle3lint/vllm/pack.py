@@ -24,6 +24,7 @@ class VllmPack:
     setter: str
     getter_names: tuple[str, ...]
     capture_attribute: str
+    allow_list_files: tuple[str, ...]
     # [registry]
     registry_module: str
     relative_package: str  # where registry module names without the package prefix live
@@ -83,6 +84,7 @@ def _parse(pack: RulePack) -> VllmPack:
         setter=_str(protocol, "protocol", "setter", "set_aux_hidden_state_layers"),
         getter_names=_strs(protocol, "protocol", "getters", ("get_eagle3_default_aux_hidden_state_layers",)),
         capture_attribute=_str(protocol, "protocol", "capture_attribute", "aux_hidden_state_layers"),
+        allow_list_files=_strs(protocol, "protocol", "allow_list_files"),
         registry_module=_str(registry, "registry", "module", "model_executor.models.registry"),
         relative_package=_str(registry, "registry", "relative_package", "model_executor.models"),
         factories=_strs(registry, "registry", "factories", ("init_vllm_registered_model",)),

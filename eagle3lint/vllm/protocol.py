@@ -12,6 +12,7 @@ front of us, so each release is checked against its own rules. Older trees have 
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -158,16 +159,32 @@ class VllmProtocol:
         }
 
 
+@dataclass(frozen=True)
+class AllowList:
+    """Older speculative configs refuse EAGLE-3 unless the target's HF ``model_type`` contains
+    one of these words (gone in 0.22.0). Checked against the HF config, not the class, so it is
+    shown by ``contract`` rather than checked per model."""
+
+    path: str
+    line: int
+    model_types: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "model_types": list(self.model_types)}
+
+
 @dataclass
 class VllmContract:
-    """``Contract.extra["vllm"]``: the protocol (or None) and the check function's call sites."""
+    """``Contract.extra["vllm"]``: the protocol (or None), the check function's call sites and
+    the config's model-type allow-list (or None)."""
 
     protocol: VllmProtocol | None
     check_sites: list[CheckCall] = field(default_factory=list)
+    allow_list: AllowList | None = None
 
     @classmethod
-    def from_scan(cls, protocol: VllmProtocol | None, check_calls: list[CheckCall]) -> VllmContract:
-        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)))
+    def from_scan(cls, protocol: VllmProtocol | None, check_calls: list[CheckCall], allow_list: AllowList | None = None) -> VllmContract:
+        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -176,14 +193,19 @@ class VllmContract:
                 {"check": s.check, "path": s.path, "line": s.line, "function": s.function, "argument": s.argument, "guard": s.guard}
                 for s in self.check_sites
             ],
+            "model_type_allow_list": self.allow_list.to_json() if self.allow_list else None,
         }
 
     def __str__(self) -> str:
         proto = self.protocol
-        if proto is None:
-            return (
-                "no EAGLE-3 protocol in this tree: the members above are the whole contract\n"
+        allow = ""
+        if self.allow_list is not None:
+            allow = (
+                f"EAGLE-3 only for HF model_types containing {', '.join(self.allow_list.model_types)} "
+                f"({self.allow_list.path}:{self.allow_list.line})\n"
             )
+        if proto is None:
+            return "no EAGLE-3 protocol in this tree: the members above are the whole contract\n" + allow
         lines = [
             f"protocol {proto.name} ({proto.path}:{proto.line})"
             + (", runtime_checkable" if proto.runtime_checkable else ""),
@@ -211,7 +233,7 @@ class VllmContract:
         for site in self.check_sites:
             raises = "raises when false" if site.guard == "error" else "falls back when false"
             lines.append(f"  called at {site.path}:{site.line}  {site.function}  {site.check}({site.argument})  {raises}")
-        return "\n".join(lines) + "\n"
+        return "\n".join(lines) + "\n" + allow
 
 
 # ---- reading interfaces.py -------------------------------------------------------------------
@@ -499,3 +521,77 @@ def read_protocol(engine: Engine) -> tuple[VllmProtocol | None, FileError | None
     module = ".".join([engine.pack.package, *parts])
     rel = Path(path).relative_to(engine.source_root).as_posix()
     return parse_interfaces(tree, module, rel, vpack), None
+
+
+_DEF_LINE = re.compile(r"^(\s*)(?:async\s+)?def\s")
+
+
+def _enclosing_function(lines: list[str], hit: int) -> tuple[int, int] | None:
+    """1-based (start, end) of the ``def`` around line index ``hit``, by indentation."""
+    indent = len(lines[hit]) - len(lines[hit].lstrip())
+    for start in range(hit, -1, -1):
+        match = _DEF_LINE.match(lines[start])
+        if match and len(match.group(1)) < indent:
+            depth = len(match.group(1))
+            end = len(lines)
+            for k in range(start + 1, len(lines)):
+                text = lines[k]
+                if text.strip() and not text.lstrip().startswith("#") and len(text) - len(text.lstrip()) <= depth:
+                    end = k
+                    break
+            return start + 1, end
+    return None
+
+
+def _allow_list_in(tree: ast.AST) -> tuple[int, tuple[str, ...]] | None:
+    lists: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            value = node.value
+            if isinstance(value, (ast.List, ast.Tuple)) and value.elts and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts
+            ):
+                lists[node.targets[0].id] = [e.value for e in value.elts]  # type: ignore[attr-defined]
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.If):
+            continue
+        text = ast.unparse(node.test)
+        if "eagle3" not in text or "model_type" not in text:
+            continue
+        names = [n.id for n in ast.walk(node.test) if isinstance(n, ast.Name) and n.id in lists]
+        if names:
+            return node.lineno, tuple(lists[names[0]])
+        words = [
+            c.left.value
+            for c in ast.walk(node.test)
+            if isinstance(c, ast.Compare) and isinstance(c.left, ast.Constant) and isinstance(c.left.value, str)
+            and any(isinstance(op, (ast.In, ast.NotIn)) for op in c.ops) and "model_type" in ast.unparse(c)
+        ]
+        if words:
+            return node.lineno, tuple(words)
+    return None
+
+
+def read_allow_list(engine: Engine) -> AllowList | None:
+    """The speculative config's model-type allow-list, when the tree has one."""
+    from eagle3lint.vllm.snippets import SnippetReader
+
+    vpack = vllm_pack(engine.pack)
+    reader = SnippetReader()
+    for rel in vpack.allow_list_files:
+        path = engine.root / rel
+        if not path.is_file():
+            continue
+        lines = reader.lines(str(path))
+        if lines is None:
+            continue
+        for i, line in enumerate(lines):
+            if "model_type" not in line or not any("eagle3" in lines[j] for j in range(max(0, i - 6), min(len(lines), i + 6))):
+                continue
+            span = _enclosing_function(lines, i)
+            tree = reader.parse(str(path), *span) if span else None
+            found = _allow_list_in(tree) if tree is not None else None
+            if found is not None and span is not None:
+                line_in_file = found[0] + span[0] - 1 - (1 if lines[span[0] - 1][:1].isspace() else 0)
+                return AllowList(Path(path).relative_to(engine.source_root).as_posix(), line_in_file, found[1])
+    return None
