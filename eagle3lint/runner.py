@@ -71,9 +71,9 @@ def run_check(
     ctx: CheckContext
     if engine.name == "vllm":
         # vLLM: models come from the architecture registry, parsed lazily (see eagle3lint.vllm).
-        from eagle3lint.vllm.pipeline import few_collections, prepare_vllm
+        from eagle3lint.vllm.pipeline import gc_paused, prepare_vllm
 
-        with few_collections():
+        with gc_paused():
             prepared = prepare_vllm(engine, contract, scope)
             index, models, unresolved, ctx = prepared.index, prepared.models, prepared.unresolved, prepared.context
             for rule in select_rules(select, ignore, engine.name):

@@ -26,7 +26,7 @@ class VllmPrepared:
 
 
 @contextmanager
-def few_collections() -> Iterator[None]:
+def gc_paused() -> Iterator[None]:
     """Summaries are many small long-lived objects: the cyclic collector would rescan them
     again and again while the index grows, for nothing (they hold no cycles worth freeing)."""
     was_enabled = gc.isenabled()
