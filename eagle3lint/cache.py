@@ -21,6 +21,7 @@ import builtins
 import contextlib
 import dataclasses
 import hashlib
+import importlib
 import io
 import os
 import pickle
@@ -86,6 +87,11 @@ class _RestrictedUnpickler(pickle.Unpickler):
         cls = _DATACLASSES.get(name)
         if cls is not None and cls.__module__ == module:
             return cls
+        if module.startswith("eagle3lint.") and "." not in name:
+            # Engine-specific contract facts (vLLM's protocol): eagle3lint's own dataclasses only.
+            candidate = getattr(importlib.import_module(module), name, None)
+            if isinstance(candidate, type) and dataclasses.is_dataclass(candidate):
+                return candidate
         raise CorruptEntry(f"cache entry refers to {module}.{name}")
 
 

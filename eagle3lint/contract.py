@@ -135,7 +135,7 @@ class Contract:
             "members": [m.to_json() for m in self.members.values()],
             "scanned_files": self.scanned_files,
             "errors": [e.to_json() for e in self.errors],
-            **self.extra,
+            **{key: value.to_json() if hasattr(value, "to_json") else value for key, value in self.extra.items()},
         }
 
 
@@ -157,34 +157,53 @@ def _hasattr_member(node: ast.AST) -> str | None:
     return None
 
 
-def _positive_hasattrs(test: ast.AST) -> set[str]:
-    """Members whose ``hasattr`` must be true for ``test`` to be true."""
+# Engine check functions that vouch for several members at once: vLLM's
+# ``supports_eagle3(model)`` is true only when the model has every protocol member.
+CheckFunctions = dict[str, frozenset[str]]
+
+
+def _check_call(node: ast.AST, checks: CheckFunctions) -> str | None:
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in checks and node.args:
+        return node.func.id
+    return None
+
+
+def _positive_hasattrs(test: ast.AST, checks: CheckFunctions | None = None) -> set[str]:
+    """Members whose ``hasattr`` (or check function) must be true for ``test`` to be true."""
     member = _hasattr_member(test)
     if member:
         return {member}
+    check = _check_call(test, checks or {})
+    if check:
+        return set((checks or {})[check])
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
         out: set[str] = set()
         for value in test.values:
-            out |= _positive_hasattrs(value)
+            out |= _positive_hasattrs(value, checks)
         return out
     return set()
 
 
-def _negative_hasattrs(test: ast.AST) -> set[str]:
+def _negative_hasattrs(test: ast.AST, checks: CheckFunctions | None = None) -> set[str]:
     """Members whose ``hasattr`` is false whenever ``test`` is true (``not hasattr(...)``)."""
     if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
-        return _positive_hasattrs(test.operand)
+        return _positive_hasattrs(test.operand, checks)
     if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.Or):
         # ``if not hasattr(a, m) or ...: raise`` still guards m after the if.
         out: set[str] = set()
         for value in test.values:
-            out |= _negative_hasattrs(value)
+            out |= _negative_hasattrs(value, checks)
         return out
     return set()
 
 
 def _contains_raise(body: list[ast.stmt]) -> bool:
     return any(isinstance(node, ast.Raise) for stmt in body for node in ast.walk(stmt))
+
+
+def _raises_outright(body: list[ast.stmt]) -> bool:
+    """The branch ends in ``raise`` with no alternative before it (an ``elif`` may still succeed)."""
+    return bool(body) and isinstance(body[-1], ast.Raise)
 
 
 def _ends_block(body: list[ast.stmt]) -> bool:
@@ -205,21 +224,36 @@ def _handler_catches_attribute_error(handler: ast.ExceptHandler) -> bool:
 @dataclass(frozen=True)
 class _Context:
     function: str = "<module>"
-    # (test, polarity): polarity True inside the body of ``if test``, False inside its else.
-    conditions: tuple[tuple[ast.expr, bool], ...] = ()
+    # (test, polarity, other_raises): polarity True inside the body of ``if test``, False inside
+    # its else; other_raises when the opposite branch raises (the probe then guards with an error).
+    conditions: tuple[tuple[ast.expr, bool, bool], ...] = ()
     try_guard: str | None = None
     # Members guarded by an earlier statement of an enclosing block -> guard kind.
     established: tuple[tuple[str, str], ...] = ()
     and_guarded: frozenset[str] = frozenset()
 
 
+@dataclass(frozen=True)
+class CheckCall:
+    """A call of an engine check function (``supports_eagle3(self.get_model())``)."""
+
+    check: str
+    path: str
+    line: int
+    function: str
+    argument: str
+    guard: str  # "error" when a false result raises, else "fallback"
+
+
 class _SiteCollector:
-    def __init__(self, engine: Engine, rel_path: str, members: dict[str, Any]) -> None:
+    def __init__(self, engine: Engine, rel_path: str, members: dict[str, Any], checks: CheckFunctions | None = None) -> None:
         self.engine = engine
         self.pack = engine.pack
         self.rel_path = rel_path
         self.members = members
+        self.checks: CheckFunctions = checks or {}
         self.sites: list[ContractSite] = []
+        self.check_calls: list[CheckCall] = []
         self.indent = 0  # column offset of a chunk parsed out of its class
 
     def wants(self, member: str) -> bool:
@@ -232,7 +266,7 @@ class _SiteCollector:
             current = _Context(ctx.function, ctx.conditions, ctx.try_guard, tuple(established), ctx.and_guarded)
             self.stmt(stmt, current)
             if isinstance(stmt, ast.If) and _ends_block(stmt.body):
-                for member in _negative_hasattrs(stmt.test):
+                for member in _negative_hasattrs(stmt.test, self.checks):
                     guard = "error" if _contains_raise(stmt.body) else "fallback"
                     established.append((member, guard))
 
@@ -248,9 +282,10 @@ class _SiteCollector:
             self.block(stmt.body, _Context(function=name))
             return
         if isinstance(stmt, ast.If):
+            self.record_checks(stmt, ctx)
             self.expr(stmt.test, ctx)
-            self.block(stmt.body, _with_condition(ctx, stmt.test, True))
-            self.block(stmt.orelse, _with_condition(ctx, stmt.test, False))
+            self.block(stmt.body, _with_condition(ctx, stmt.test, True, _raises_outright(stmt.orelse)))
+            self.block(stmt.orelse, _with_condition(ctx, stmt.test, False, _raises_outright(stmt.body)))
             return
         if isinstance(stmt, ast.While):
             self.expr(stmt.test, ctx)
@@ -293,7 +328,7 @@ class _SiteCollector:
             guarded = set(ctx.and_guarded)
             for value in node.values:
                 self.expr(value, _Context(ctx.function, ctx.conditions, ctx.try_guard, ctx.established, frozenset(guarded)))
-                guarded |= _positive_hasattrs(value)
+                guarded |= _positive_hasattrs(value, self.checks)
             return
         if isinstance(node, ast.IfExp):
             self.expr(node.test, ctx)
@@ -382,14 +417,29 @@ class _SiteCollector:
             )
         )
 
+    def record_checks(self, stmt: ast.If, ctx: _Context) -> None:
+        """Calls of a check function in an ``if`` test, with what a false result does."""
+        if not self.checks:
+            return
+        for node in ast.walk(stmt.test):
+            check = _check_call(node, self.checks)
+            if check is None:
+                continue
+            negated = check in {_check_call(n.operand, self.checks) for n in ast.walk(stmt.test) if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.Not)}
+            failing_branch = stmt.body if negated else stmt.orelse
+            guard = "error" if _contains_raise(failing_branch) else "fallback"
+            self.check_calls.append(
+                CheckCall(check, self.rel_path, stmt.lineno, ctx.function, ast.unparse(node.args[0]), guard)  # type: ignore[attr-defined]
+            )
+
     def guard_for(self, member: str, ctx: _Context) -> str:
         if member in ctx.and_guarded:
             return "fallback"
-        for test, polarity in ctx.conditions:
-            if polarity and member in _positive_hasattrs(test):
-                return "fallback"
-            if not polarity and member in _negative_hasattrs(test):
-                return "fallback"
+        for test, polarity, other_raises in ctx.conditions:
+            if polarity and member in _positive_hasattrs(test, self.checks):
+                return "error" if other_raises else "fallback"
+            if not polarity and member in _negative_hasattrs(test, self.checks):
+                return "error" if other_raises else "fallback"
         for guarded_member, guard in reversed(ctx.established):
             if guarded_member == member:
                 return guard
@@ -401,7 +451,7 @@ class _SiteCollector:
         markers = self.pack.eagle3_branch_markers
         if not markers:
             return None
-        for test, polarity in reversed(ctx.conditions):
+        for test, polarity, _ in reversed(ctx.conditions):
             text = ast.unparse(test)
             if any(marker in text for marker in markers):
                 negated = text.strip().startswith("not ")
@@ -409,8 +459,8 @@ class _SiteCollector:
         return None
 
 
-def _with_condition(ctx: _Context, test: ast.expr, polarity: bool) -> _Context:
-    return _Context(ctx.function, (*ctx.conditions, (test, polarity)), ctx.try_guard, ctx.established, ctx.and_guarded)
+def _with_condition(ctx: _Context, test: ast.expr, polarity: bool, other_raises: bool = False) -> _Context:
+    return _Context(ctx.function, (*ctx.conditions, (test, polarity, other_raises)), ctx.try_guard, ctx.established, ctx.and_guarded)
 
 
 def in_models_folder(rel_parts: tuple[str, ...], engine: Engine) -> bool:
@@ -491,8 +541,16 @@ def _parse_chunk(lines: list[str], start: int, end: int, indent: int) -> ast.Mod
     return tree
 
 
-def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[ContractSite] | FileError | None:
-    """Call sites in one engine file; None when the byte pre-filter rules it out."""
+def scan_file(
+    engine: Engine,
+    path: Path,
+    needles: tuple[bytes, ...],
+    checks: CheckFunctions | None = None,
+    check_calls: list[CheckCall] | None = None,
+) -> list[ContractSite] | FileError | None:
+    """Call sites in one engine file; None when the byte pre-filter rules it out.
+
+    Calls of the ``checks`` functions are appended to ``check_calls`` when it is given."""
     data = read_source(str(path))
     if isinstance(data, FileError):
         return data
@@ -502,7 +560,7 @@ def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[Co
     if isinstance(text, FileError):
         return text
     rel = path.relative_to(engine.source_root).as_posix()
-    collector = _SiteCollector(engine, rel, engine.pack.members)
+    collector = _SiteCollector(engine, rel, engine.pack.members, checks)
     lines = text.splitlines(keepends=True)
     hits = _hit_lines(text, needles)
     chunks = _function_chunks(lines, hits)
@@ -514,6 +572,8 @@ def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[Co
                 collector.indent = indent
                 collector.block(tree.body, _Context())
             _qualify(collector.sites, chunks)
+            if check_calls is not None:
+                check_calls.extend(collector.check_calls)
             return collector.sites
     try:
         with warnings.catch_warnings():
@@ -525,6 +585,8 @@ def scan_file(engine: Engine, path: Path, needles: tuple[bytes, ...]) -> list[Co
         return FileError(str(path), f"syntax error{where}: {getattr(exc, 'msg', exc)}")
     collector.indent = 0
     collector.block(tree.body, _Context())
+    if check_calls is not None:
+        check_calls.extend(collector.check_calls)
     return collector.sites
 
 
@@ -564,11 +626,24 @@ def extract_contract(engine: Engine) -> Contract:
     }
     contract = Contract(engine=engine, members=members)
     needles = contract_needles(engine)
+    checks: CheckFunctions = {}
+    check_calls: list[CheckCall] = []
+    protocol: Any = None
+    if engine.name == "vllm":
+        # The protocol in interfaces.py says what supports_eagle3() vouches for.
+        from eagle3lint.vllm.protocol import read_protocol
+
+        protocol, error = read_protocol(engine)
+        if error is not None:
+            contract.errors.append(error)
+        if protocol is not None and protocol.check_function:
+            checks[protocol.check_function] = frozenset(m.name for m in protocol.members)
+            needles = (*needles, protocol.check_function.encode())
     for path in iter_python_files(engine.root):
         rel_parts = path.relative_to(engine.root).parts
         if in_models_folder(rel_parts, engine):
             continue
-        result = scan_file(engine, path, needles)
+        result = scan_file(engine, path, needles, checks, check_calls)
         if result is None:
             continue
         contract.scanned_files += 1
@@ -596,4 +671,8 @@ def extract_contract(engine: Engine) -> Contract:
                     guard="none",
                 )
             )
+    if engine.name == "vllm":
+        from eagle3lint.vllm.protocol import VllmContract, read_allow_list
+
+        contract.extra["vllm"] = VllmContract.from_scan(protocol, check_calls, read_allow_list(engine))
     return contract

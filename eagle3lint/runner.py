@@ -50,9 +50,12 @@ def select_rules(
     select: list[str] | None = None,
     ignore: list[str] | None = None,
     extend_select: list[str] | None = None,
+    engine: str | None = None,
 ) -> list[type[Rule]]:
     chosen = []
     for rule in REGISTRY:
+        if engine is not None and engine not in rule.engines:
+            continue
         if select:
             wanted = any(rule.code.startswith(s) or s == "ALL" for s in select)
         else:
@@ -133,22 +136,38 @@ def run_check(
             if contract is None and pool.enabled:
                 # The engine's call sites are scanned in a worker while the models parse.
                 pending = pool.submit(extract_contract, engine)
-            index = build_index(engine, pool)
-            if cache is not None:
-                index.provider = cache.provider(pool.parse)
-            modules = index.load_files(files_to_discover(engine, scope))
+            index = _engine_index(engine)
+            index.provider = cache.provider(pool.parse) if cache is not None else pool.parse
             extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
             extra_files = [p for item in extra_models for p in ([item] if item.is_file() else iter_python_files(item))]
             # A single file outside the models folders can still be the reporting scope.
             extra_files += [p for p in scope if p.is_file() and p.suffix == ".py"]
-            modules += index.load_files(extra_files)
+            if engine.name == "vllm":
+                from eagle3lint.vllm.discovery import discover_vllm_models
+
+                index.load_files(extra_files)
+                # The registry's modules in scope load as one batch, on every core.
+                discovered: object = discover_vllm_models(index, scope)  # type: ignore[arg-type]
+                modules: list[ModuleSummary] = []
+            else:
+                modules = index.load_files(files_to_discover(engine, scope))
+                modules += index.load_files(extra_files)
+                discovered = None
             if contract is None:
                 contract = pending.result() if pending is not None else extract_contract(engine)
                 if cache is not None:
                     cache.store_contract(fingerprint, contract)
         index.provider = cache.provider(parse_serially) if cache is not None else None
         scope = [*scope, *extra_models]
-        return _evaluate(engine, scope, contract, index, modules, settings, select, ignore, extend_select, baseline)
+        ctx: CheckContext
+        if discovered is not None:
+            from eagle3lint.vllm.pipeline import vllm_context
+
+            models, unresolved, ctx = vllm_context(index, contract, scope, discovered)  # type: ignore[arg-type]
+        else:
+            models, unresolved = discover_sglang_models(index, modules)
+            ctx = CheckContext(index=index, contract=contract, models=models)
+        return _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
     finally:
         if gc_was_enabled:
             gc.enable()
@@ -161,24 +180,32 @@ def _open_cache(engine: Engine, settings: Settings) -> Cache:
     return Cache(folder, engine, settings.digest())
 
 
+def _engine_index(engine: Engine) -> ProjectIndex:
+    if engine.name == "vllm":
+        from eagle3lint.vllm.discovery import build_vllm_index
+
+        return build_vllm_index(engine)
+    return build_index(engine)
+
+
 def _evaluate(
     engine: Engine,
     scope: list[Path],
-    contract: Contract,
-    index: ProjectIndex,
-    modules: list[ModuleSummary],
+    ctx: CheckContext,
+    models: list[ModelClass],
+    unresolved: list[UnresolvedEntry],
     settings: Settings,
     select: list[str] | None,
     ignore: list[str] | None,
     extend_select: list[str] | None,
     baseline: Path | None,
 ) -> CheckResult:
-    models, unresolved = discover_sglang_models(index, modules)
-    ctx = CheckContext(index=index, contract=contract, models=models)
+    index, contract = ctx.index, ctx.contract
     rules = select_rules(
         select if select is not None else settings.select,
         [*settings.ignore, *(ignore or [])],
         [*settings.extend_select, *(extend_select or [])],
+        engine.name,
     )
     findings: list[Finding] = []
     for rule in rules:
@@ -206,7 +233,8 @@ def _evaluate(
         from eagle3lint.baseline import filter_new, read_baseline
 
         findings, baselined = filter_new(findings, read_baseline(baseline_path), engine)
-    errors = sorted([*contract.errors, *index.errors.values()], key=lambda e: e.path)
+    # A file both the contract scan and the index read is reported once.
+    errors = sorted({*contract.errors, *index.errors.values()}, key=lambda e: (e.path, e.message))
     errors = [e for e in errors if in_scope(e.path, scope) or _is_engine_file(e.path, engine)]
     return CheckResult(
         engine, contract, findings, errors, models, unresolved, ctx.notes, index,

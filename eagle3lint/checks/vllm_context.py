@@ -1,0 +1,124 @@
+"""The context vLLM rules see: per-model EAGLE-3 facts, computed once and shared.
+
+For a model class: does ``supports_eagle3()`` hold (every protocol member present in its MRO),
+does it implement the setter itself, which object does the setter reach (the holder), does that
+object inherit the mixin the default walk asserts, and does its ``forward`` collect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from eagle3lint.checks.context import CheckContext
+from eagle3lint.index import ClassRef
+from eagle3lint.models import ModelClass
+from eagle3lint.vllm.collect import CollectChecker, Verdict
+from eagle3lint.vllm.holders import Holder, HolderFinder
+from eagle3lint.vllm.index import VllmIndex
+from eagle3lint.vllm.protocol import VllmContract, VllmProtocol
+
+YES = "yes"
+NO = "no"
+UNKNOWN = "unknown"
+
+
+@dataclass
+class Declaration:
+    """``supports_eagle3(cls)``, decided statically."""
+
+    value: str  # YES | NO | UNKNOWN
+    missing: list[str] = field(default_factory=list)  # protocol members the class lacks
+    reason: str = ""
+
+
+@dataclass
+class VllmCheckContext(CheckContext):
+    vllm: VllmContract | None = None
+    all_models: list[ModelClass] = field(default_factory=list)
+    _holders: HolderFinder | None = None
+    _collect: CollectChecker | None = None
+    _declared: dict[ClassRef, Declaration] = field(default_factory=dict)
+    _mixin_ref: ClassRef | None = None
+
+    @property
+    def protocol(self) -> VllmProtocol | None:
+        return self.vllm.protocol if self.vllm else None
+
+    @property
+    def vindex(self) -> VllmIndex:
+        assert isinstance(self.index, VllmIndex)
+        return self.index
+
+    @property
+    def holders(self) -> HolderFinder:
+        if self._holders is None:
+            self._holders = HolderFinder(self.vindex, self.protocol)
+        return self._holders
+
+    @property
+    def collect(self) -> CollectChecker:
+        if self._collect is None:
+            vpack = self.vindex.vpack
+            calls = frozenset(self.protocol.mixin.collect_methods) if self.protocol and self.protocol.mixin else frozenset()
+            self._collect = CollectChecker(self.vindex, frozenset({vpack.capture_attribute}), calls)
+        return self._collect
+
+    # ---- supports_eagle3() --------------------------------------------------------------------
+    def declared(self, ref: ClassRef) -> Declaration:
+        cached = self._declared.get(ref)
+        if cached is not None:
+            return cached
+        proto = self.protocol
+        if proto is None:
+            result = Declaration(UNKNOWN, reason="this tree has no protocol")
+        else:
+            missing: list[str] = []
+            unknown = ""
+            for member in proto.members:
+                lookup = self.index.lookup(ref, member.name)
+                if lookup.status == "missing":
+                    missing.append(member.name)
+                elif lookup.status != "found" and not unknown:
+                    unknown = lookup.reason or f"cannot tell whether it has {member.name}"
+            if missing:
+                result = Declaration(NO, missing)
+            elif unknown:
+                result = Declaration(UNKNOWN, reason=unknown)
+            else:
+                result = Declaration(YES)
+        self._declared[ref] = result
+        return result
+
+    def implements_setter(self, ref: ClassRef) -> bool:
+        """The class (or a base that is not the protocol) defines the setter with a real body."""
+        lookup = self.holders.setter_lookup(ref)
+        fn = lookup.function
+        return lookup.status == "found" and fn is not None and not fn.is_stub and not self.holders.is_protocol_class(lookup.owner)
+
+    def claims_support(self, ref: ClassRef) -> bool:
+        """The runner will call the setter: the protocol holds, or (older trees) the method exists."""
+        if self.protocol is not None:
+            return self.declared(ref).value == YES
+        return self.implements_setter(ref)
+
+    # ---- holder facts -------------------------------------------------------------------------
+    def holder(self, ref: ClassRef, assume_default: bool = False) -> Holder:
+        return self.holders.holder(ref, assume_default)
+
+    def mixin_ref(self) -> ClassRef | None:
+        proto = self.protocol
+        if self._mixin_ref is None and proto is not None and proto.mixin is not None:
+            self._mixin_ref = ClassRef(proto.module, proto.mixin.name)
+        return self._mixin_ref
+
+    def inherits_mixin(self, ref: ClassRef) -> str:
+        mixin = self.mixin_ref()
+        if mixin is None:
+            return UNKNOWN
+        mro = self.index.mro(ref)
+        if mixin in mro.classes:
+            return YES
+        return UNKNOWN if mro.unknown_bases else NO
+
+    def collects(self, ref: ClassRef) -> Verdict:
+        return self.collect.collects(ref)

@@ -1,0 +1,525 @@
+"""vLLM rules: the SupportsEagle3 protocol, the holder the setter reaches, and what it collects.
+
+The presence rules (E3L001-E3L005) apply to vLLM too, against the members the runner calls;
+these add what vLLM's protocol-and-mixin contract makes possible to get wrong. Every fact comes
+from the tree in front of us (see ``eagle3lint contract``), so each release is held to its own
+contract.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import ClassVar
+
+from eagle3lint.checks.base import Rule
+from eagle3lint.checks.context import CheckContext
+from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
+from eagle3lint.contract import ContractSite
+from eagle3lint.findings import Finding, Related
+from eagle3lint.models import TARGET, ModelClass
+from eagle3lint.vllm.collect import NO as COLLECTS_NO
+from eagle3lint.vllm.collect import UNKNOWN as COLLECTS_UNKNOWN
+from eagle3lint.vllm.collect import YES as COLLECTS_YES
+from eagle3lint.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
+
+
+class VllmRule(Rule):
+    engines: ClassVar[tuple[str, ...]] = ("vllm",)
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        if not isinstance(ctx, VllmCheckContext):
+            return []
+        return self.check_vllm(ctx)
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        raise NotImplementedError
+
+
+def _setter_sites(ctx: VllmCheckContext) -> list[ContractSite]:
+    member = ctx.contract.members.get(ctx.vindex.vpack.setter)
+    return [s for s in member.sites if s.fatal] if member else []
+
+
+def _check_related(ctx: VllmCheckContext) -> list[Related]:
+    root = ctx.index.engine.source_root
+    if ctx.vllm is None:
+        return []
+    return [
+        Related(str(root / site.path), site.line, f"{site.check}({site.argument}) in {site.function}: the runner raises when it is false")
+        for site in ctx.vllm.check_sites
+        if site.guard == "error"
+    ]
+
+
+def _walk_related(ctx: VllmCheckContext) -> list[Related]:
+    proto = ctx.protocol
+    if proto is None:
+        return []
+    walk = proto.walks.get(ctx.vindex.vpack.setter)
+    if walk is None:
+        return []
+    path = str(ctx.index.engine.source_root / proto.path)
+    return [Related(path, walk.line, f"default {walk.method}: {walk.describe()}")]
+
+
+def _targets(ctx: VllmCheckContext) -> list[ModelClass]:
+    return [m for m in ctx.models if m.kind == TARGET]
+
+
+def _holder_names(holder: Holder) -> str:
+    return ", ".join(f"`{c.qualname}`" for c in holder.classes)
+
+
+class HolderLacksMixin(VllmRule):
+    """
+    ## What it does
+    Reports a model that declares `SupportsEagle3` and relies on the protocol's default
+    `set_aux_hidden_state_layers`, when the object that default reaches (the *holder*: the
+    decoder, found through `get_language_model()` / `language_model`, then `.model`) does not
+    inherit `EagleModelMixin`, or does not exist where the default requires it.
+
+    The walk and the assertion are read from the protocol's own default body, so the rule follows
+    the vLLM release in front of it; releases whose default bodies assert nothing are not checked.
+
+    ## Why is this bad?
+    `supports_eagle3()` is true, so the runner goes ahead and calls the setter, whose default
+    body asserts `isinstance(holder, EagleModelMixin)`: start-up dies on an `AssertionError`
+    after the weights load.
+
+    ## Example
+    ```python
+    class FooModel(nn.Module):  # the decoder: no EagleModelMixin
+        ...
+    class FooForCausalLM(nn.Module, SupportsEagle3):
+        def __init__(self, *, vllm_config, prefix=""):
+            self.model = FooModel(vllm_config=vllm_config)
+    ```
+    Use instead: `class FooModel(nn.Module, EagleModelMixin)`, collecting with
+    `self._maybe_add_hidden_state(...)` in its decoder loop.
+
+    ## Fix safety
+    Display-only: the decoder's loop must also collect (see `forward-never-collects`).
+    """
+
+    code = "E3L010"
+    name = "holder-lacks-mixin"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        for model in _targets(ctx):
+            if ctx.protocol is None or ctx.declared(model.ref).value != YES:
+                continue
+            holder = ctx.holder(model.ref)
+            if not holder.asserted_mixin:
+                continue
+            related = _walk_related(ctx) + ctx.related_for(_setter_sites(ctx))
+            if holder.status == NO_INNER and holder.reached is not None:
+                yield self._finding(
+                    ctx, model,
+                    f"`{model.summary.name}` declares {ctx.protocol.name}, but {holder.via} of "
+                    f"`{ctx.vindex.vpack.setter}` needs `{holder.path}` to have `.model` and "
+                    f"`{holder.reached.qualname}` has none: start-up fails on the assertion",
+                    related, {"path": holder.path, "holder": str(holder.reached), "mixin": holder.asserted_mixin},
+                )
+                continue
+            if holder.status != RESOLVED:
+                continue
+            for cls in holder.classes:
+                if ctx.inherits_mixin(cls) != NO:
+                    continue
+                yield self._finding(
+                    ctx, model,
+                    f"`{model.summary.name}` declares {ctx.protocol.name}, but {holder.via} of "
+                    f"`{ctx.vindex.vpack.setter}` reaches `{holder.path}` (`{cls.qualname}`), which does "
+                    f"not inherit {holder.asserted_mixin}: start-up fails on the assertion",
+                    related, {"path": holder.path, "holder": str(cls), "mixin": holder.asserted_mixin},
+                )
+
+    def _finding(self, ctx: VllmCheckContext, model: ModelClass, message: str, related: list[Related], data: dict[str, object]) -> Finding:
+        finding = ctx.finding(HolderLacksMixin, model, ctx.vindex.vpack.setter, message, [], data=data)
+        finding.related = related
+        return finding
+
+
+class ForwardNeverCollects(VllmRule):
+    """
+    ## What it does
+    Reports a model the runner will ask for EAGLE-3 hidden states (it declares `SupportsEagle3`,
+    or, in trees without the protocol, implements the setter) whose holder's `forward` never
+    collects them: it neither reads the recorded layer ids (`self.aux_hidden_state_layers`) nor
+    calls the mixin's collector (`_maybe_add_hidden_state`), directly or through a helper method
+    or a sub-module it calls.
+
+    ## Why is this bad?
+    With EAGLE-3 on, the runner unpacks the model output as `(hidden_states, aux_hidden_states)`.
+    A forward that returns a plain tensor makes that unpacking fail on the first step (or,
+    worse, silently split the batch dimension).
+
+    ## Example
+    ```python
+    class FooModel(nn.Module, EagleModelMixin):
+        def forward(self, input_ids, positions):
+            for layer in self.layers:
+                hidden_states, residual = layer(positions, hidden_states, residual)
+            return self.norm(hidden_states)  # never collects
+    ```
+    Use instead: collect in the loop with `aux = self._maybe_add_hidden_state(aux, idx,
+    hidden_states, residual)` and `return hidden_states, aux` when `aux` is not empty.
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L011"
+    name = "forward-never-collects"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        for model in _targets(ctx):
+            if not ctx.claims_support(model.ref):
+                continue
+            holder = ctx.holder(model.ref)
+            if holder.status != RESOLVED:
+                continue
+            for cls in holder.classes:
+                verdict = ctx.collects(cls)
+                if verdict.value != COLLECTS_NO:
+                    continue
+                forward = ctx.index.lookup(cls, "forward")
+                owner = forward.owner or cls
+                owner_module = ctx.index.module(owner.module)
+                fn = forward.function
+                yield ctx.finding(
+                    ForwardNeverCollects,
+                    model,
+                    ctx.vindex.vpack.setter,
+                    f"`{model.summary.name}` records the EAGLE-3 layers in `{holder.path}` (`{cls.qualname}`, "
+                    f"via {holder.via}), but `{owner.qualname}.forward` never collects aux hidden states: "
+                    "the runner fails unpacking `(hidden_states, aux_hidden_states)`",
+                    _setter_sites(ctx),
+                    path=owner_module.path if owner_module and fn else None,
+                    line=fn.lineno if fn else None,
+                    column=fn.col + 1 if fn else None,
+                    data={"holder": str(cls), "path": holder.path},
+                )
+
+
+class ProtocolNotDeclared(VllmRule):
+    """
+    ## What it does
+    Reports a model that implements the EAGLE-3 setter itself but for which
+    `supports_eagle3()` is false: it lacks a protocol member, typically the
+    `supports_eagle3` ClassVar flag that only inheriting `SupportsEagle3` provides.
+
+    ## Why is this bad?
+    The runner checks `supports_eagle3(model)` before calling anything and raises
+    `RuntimeError: Model does not support EAGLE3 interface` when it is false. The methods are
+    never called: the work is there, the model still cannot run EAGLE-3.
+
+    ## Example
+    ```python
+    class FooForCausalLM(nn.Module, SupportsPP):  # SupportsEagle3 missing
+        def set_aux_hidden_state_layers(self, layers):
+            self.model.aux_hidden_state_layers = layers
+    ```
+    Use instead: `class FooForCausalLM(nn.Module, SupportsPP, SupportsEagle3)`.
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L012"
+    name = "protocol-not-declared"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        proto = ctx.protocol
+        if proto is None:
+            return
+        for model in _targets(ctx):
+            declared = ctx.declared(model.ref)
+            if declared.value != NO or not ctx.implements_setter(model.ref):
+                continue
+            finding = ctx.finding(
+                ProtocolNotDeclared,
+                model,
+                ctx.vindex.vpack.setter,
+                f"`{model.summary.name}` implements `{ctx.vindex.vpack.setter}` but does not inherit "
+                f"{proto.name} (it lacks {', '.join(f'`{m}`' for m in declared.missing)}): "
+                f"`{proto.check_function or 'the check'}()` is false and the runner raises at start-up",
+                [],
+                data={"protocol": proto.name, "missing": declared.missing},
+            )
+            finding.related = _check_related(ctx)
+            yield finding
+
+
+class UndeclaredEagle3Support(VllmRule):
+    """
+    ## What it does
+    Reports, as information, a model that does not declare `SupportsEagle3` although the
+    protocol's default setter would work for it: the object the default reaches already
+    inherits the mixin the default asserts and its `forward` already collects aux hidden
+    states. The model is one line away from EAGLE-3 support.
+
+    ## Why is this bad?
+    It is not a bug: the runner refuses EAGLE-3 for the model with a clear message. But the
+    decoder already does the work (often shared with a sibling model that does declare the
+    protocol), so a deployer asking for EAGLE-3 is turned away for want of one base class.
+
+    ## Example
+    ```python
+    class FooForCausalLM(nn.Module, SupportsPP):  # FooModel collects; only the base is missing
+        ...
+    ```
+    Use instead: `class FooForCausalLM(nn.Module, SupportsPP, SupportsEagle3)`, then verify
+    acceptance with a drafter trained for the model.
+
+    ## Fix safety
+    Display-only: declaring support promises a trained drafter will work; that is for a
+    maintainer (or `--verify`) to confirm.
+    """
+
+    code = "E3L013"
+    name = "undeclared-eagle3-support"
+    severity = "info"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        proto = ctx.protocol
+        vpack = ctx.vindex.vpack
+        if proto is None or vpack.setter not in proto.walks:
+            return
+        for model in _targets(ctx):
+            if ctx.declared(model.ref).value != NO or ctx.index.lookup(model.ref, vpack.setter).status != "missing":
+                continue
+            holder = ctx.holder(model.ref, assume_default=True)
+            if holder.status != RESOLVED or not holder.classes:
+                continue
+            if holder.asserted_mixin and any(ctx.inherits_mixin(c) != YES for c in holder.classes):
+                continue
+            getter_walk = next((proto.walks[g] for g in vpack.getter_names if g in proto.walks), None)
+            if getter_walk and any(
+                ctx.index.lookup(c, attr).status != "found" for c in holder.classes for attr in getter_walk.required_attributes
+            ):
+                continue
+            verdicts = [ctx.collects(c) for c in holder.classes]
+            if any(v.value != COLLECTS_YES for v in verdicts):
+                continue
+            yield ctx.finding(
+                UndeclaredEagle3Support,
+                model,
+                proto.name,
+                f"`{model.summary.name}` is one line away from EAGLE-3 support: `{holder.path}` "
+                f"({_holder_names(holder)}) already collects aux hidden states in `{verdicts[0].where}`; "
+                f"add {proto.name} to its bases",
+                [],
+                data={"protocol": proto.name, "holder": str(holder.classes[0]), "path": holder.path},
+            )
+
+
+class StaleInterfaceOverride(Rule):
+    """
+    ## What it does
+    Reports a method named after a former interface member (e.g.
+    `get_eagle3_aux_hidden_state_layers`) in an engine version whose runner calls only its
+    successor (`get_eagle3_default_aux_hidden_state_layers`). Former names are listed in the
+    rule pack; whether the engine still calls them is read from the engine's call sites.
+
+    ## Why is this bad?
+    Nothing calls the method any more: it is dead code, and the behaviour it was written for
+    (custom default layers, a delegation) silently stopped. When the class inherits a default for
+    the new name, that default now runs instead of the override.
+
+    ## Example
+    ```python
+    class FooForConditionalGeneration(nn.Module, SupportsEagle3):
+        def get_eagle3_aux_hidden_state_layers(self):  # renamed in vLLM 0.18.0
+            return self.language_model.get_eagle3_aux_hidden_state_layers()
+    ```
+    Use instead: rename it to `get_eagle3_default_aux_hidden_state_layers`, or delete it when the
+    inherited default is right.
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L014"
+    name = "stale-interface-override"
+    severity = "warning"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        renames: dict[str, str] = {}
+        for name, spec in ctx.pack.members.items():
+            current_member = ctx.contract.members.get(name)
+            if current_member is None or not any(s.fatal for s in current_member.sites):
+                continue
+            for former in spec.former_names:
+                entry = ctx.contract.members.get(former)
+                if entry is None or not entry.sites:
+                    renames[former] = name
+        if not renames:
+            return
+        seen: set[tuple[str, str]] = set()
+        for model in ctx.models:
+            for current in ctx.index.mro(model.ref).classes:
+                cls = ctx.index.class_summary(current)
+                module = ctx.index.module(current.module)
+                if cls is None or module is None:
+                    continue
+                for former, successor in renames.items():
+                    fn = cls.methods.get(former)
+                    if fn is None or (str(current), former) in seen:
+                        continue
+                    seen.add((str(current), former))
+                    own = successor in cls.methods
+                    tail = (
+                        f"`{cls.name}` defines `{successor}` too"
+                        if own
+                        else f"rename it to `{successor}`"
+                    )
+                    yield Finding(
+                        code=self.code,
+                        rule=self.name,
+                        severity=self.severity,
+                        path=module.path,
+                        line=fn.lineno,
+                        column=fn.col + 1,
+                        class_name=cls.name,
+                        qualname=str(current),
+                        method=former,
+                        message=(
+                            f"`{cls.name}.{former}` is never called: this engine version calls `{successor}` "
+                            f"instead; dead code ({tail})"
+                        ),
+                        related=ctx.related_for([s for s in ctx.contract.members[successor].sites if s.fatal]),
+                        data={"former": former, "successor": successor},
+                        variant=model.variant if current == model.ref else None,
+                    )
+
+
+class PlatformVariantsDisagree(VllmRule):
+    """
+    ## What it does
+    Reports an architecture whose platform variants (the classes a `vllm/models/<name>/`
+    package picks for NVIDIA, AMD, XPU or CPU) disagree on EAGLE-3 support: some declare
+    `SupportsEagle3`, others do not. The finding is on each variant that lacks it.
+
+    ## Why is this bad?
+    The same checkpoint and drafter work on one platform and are refused with a `RuntimeError`
+    on another: a deployment tested on one GPU vendor breaks when moved to the other.
+
+    ## Example
+    ```python
+    # vllm/models/foo/__init__.py
+    if current_platform.is_rocm():
+        from .amd.model import FooForCausalLM      # no SupportsEagle3
+    else:
+        from .nvidia.model import FooForCausalLM   # SupportsEagle3
+    ```
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L015"
+    name = "platform-variants-disagree"
+    severity = "warning"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        if ctx.protocol is None:
+            return
+        by_arch: dict[str, list[ModelClass]] = defaultdict(list)
+        for model in ctx.all_models:
+            if model.kind == TARGET:
+                for architecture in model.architectures:
+                    by_arch[architecture].append(model)
+        checked = {id(m) for m in ctx.models}
+        reported: set[int] = set()
+        for architecture, variants in sorted(by_arch.items()):
+            if len(variants) < 2 or not any(v.variant for v in variants):
+                continue
+            states = {id(v): ctx.declared(v.ref).value for v in variants}
+            supporting = [v for v in variants if states[id(v)] == YES]
+            if not supporting:
+                continue
+            for variant in variants:
+                if states[id(variant)] != NO or id(variant) not in checked or id(variant) in reported:
+                    continue
+                reported.add(id(variant))
+                names = ", ".join(sorted(v.variant or "default" for v in supporting))
+                finding = ctx.finding(
+                    PlatformVariantsDisagree,
+                    variant,
+                    ctx.protocol.name,
+                    f"`{architecture}` supports EAGLE-3 on {names} but not on "
+                    f"{variant.variant or 'default'} (`{variant.ref}` does not inherit {ctx.protocol.name})",
+                    [],
+                    data={"architecture": architecture, "supporting": [str(v.ref) for v in supporting]},
+                )
+                root_module = ctx.index.module(supporting[0].ref.module)
+                if root_module is not None:
+                    finding.related = [Related(root_module.path, supporting[0].summary.lineno, f"{supporting[0].variant or 'default'} variant declares it")]
+                yield finding
+
+
+class HolderNotProvable(VllmRule):
+    """
+    ## What it does
+    Reports, as information, a model the runner will ask for EAGLE-3 hidden states when
+    eagle3lint cannot prove statically which object records the layers or whether it collects:
+    typically an inner model chosen from the HF config at run time
+    (`init_vllm_registered_model(...)` without literal `architectures`), a `get_language_model()`
+    that returns a computed module, or a base class outside the engine.
+
+    ## Why is this bad?
+    It may be fine. It is reported so that "no errors" is not mistaken for "proven": these are
+    the models to verify on a GPU (`eagle3lint verify`) before relying on EAGLE-3.
+
+    ## Example
+    ```python
+    self.language_model = init_vllm_registered_model(
+        vllm_config=vllm_config, hf_config=config.text_config, prefix="language_model")
+    ```
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L016"
+    name = "holder-not-provable"
+    severity = "info"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        for model in _targets(ctx):
+            if not ctx.claims_support(model.ref):
+                continue
+            holder = ctx.holder(model.ref)
+            reason = ""
+            if holder.status == RESOLVED:
+                unknown = [ctx.collects(c) for c in holder.classes if ctx.collects(c).value == COLLECTS_UNKNOWN]
+                if not unknown:
+                    continue
+                reason = f"whether `{holder.path}` collects aux hidden states: {unknown[0].where}"
+            elif holder.status not in (NO_INNER, NO_SETTER):
+                reason = f"what `{ctx.vindex.vpack.setter}` reaches ({holder.via or 'setter'}"
+                reason += f", at `{holder.path}`" if holder.path != "self" else ""
+                reason += f"): {holder.reason}"
+            else:
+                continue
+            yield ctx.finding(
+                HolderNotProvable,
+                model,
+                ctx.vindex.vpack.setter,
+                f"`{model.summary.name}` cannot be proven statically; eagle3lint cannot tell {reason}",
+                [],
+                data={"path": holder.path, "reason": holder.reason},
+            )
+
+
+VLLM_RULES: tuple[type[Rule], ...] = (
+    HolderLacksMixin,
+    ForwardNeverCollects,
+    ProtocolNotDeclared,
+    UndeclaredEagle3Support,
+    StaleInterfaceOverride,
+    PlatformVariantsDisagree,
+    HolderNotProvable,
+)

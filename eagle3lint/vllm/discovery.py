@@ -1,0 +1,211 @@
+"""vLLM model discovery: every class the architecture registry maps to, each platform variant
+included, classified by the registry section that lists it and by its shape."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from eagle3lint.engine import Engine
+from eagle3lint.errors import UsageError
+from eagle3lint.index import ClassRef, Resolved, Unknown
+from eagle3lint.models import (
+    DRAFT,
+    EAGLE3_DRAFT,
+    OTHER,
+    TARGET,
+    ModelClass,
+    UnresolvedEntry,
+    classify,
+    in_scope,
+)
+from eagle3lint.summary import ClassSummary
+from eagle3lint.vllm.dispatch import platform_variants
+from eagle3lint.vllm.index import ArchitectureResolver, VllmIndex
+from eagle3lint.vllm.pack import VllmPack, vllm_pack
+from eagle3lint.vllm.registry import Registry, RegistryEntry, read_registry
+from eagle3lint.vllm.snippets import SnippetReader
+
+
+@dataclass
+class Discovery:
+    registry: Registry | None
+    models: list[ModelClass]  # parsed and classified: the registrations in the reporting scope
+    unresolved: list[UnresolvedEntry]
+    # Registrations outside the reporting scope, classified from the registry alone (not parsed).
+    registered_only: list[ModelClass] = field(default_factory=list)
+
+
+def build_vllm_index(engine: Engine) -> VllmIndex:
+    pack = engine.pack
+    vpack = vllm_pack(pack)
+    walk = (
+        frozenset(pack.members)
+        | frozenset(n for spec in pack.members.values() for n in spec.former_names)
+        | frozenset(vpack.walk_methods)
+    )
+    # No needles: the few other bodies the holder and collect analyses need are re-read on
+    # demand (eagle3lint.vllm.snippets), cheaper than walking every method of the files.
+    index = VllmIndex(engine, walk_names=walk)
+    index.vpack = vpack
+    index.snippets = SnippetReader()
+    try:
+        index.model_class_pattern = re.compile(vpack.inner_model_class)
+    except re.error as exc:
+        raise UsageError(f"rules/vllm.toml: inner_model_class is not a valid regular expression: {exc}") from exc
+    return index
+
+
+def _entry_classes(index: VllmIndex, entry: RegistryEntry, vpack: VllmPack) -> list[tuple[str | None, Resolved]]:
+    variants = platform_variants(index, entry.module, entry.class_name, vpack)
+    if variants:
+        return [(v.label, v.ref) for v in variants]
+    return [(None, index.resolve_qualified(f"{entry.module}.{entry.class_name}"))]
+
+
+def architecture_resolver(index: VllmIndex, registry: Registry, vpack: VllmPack) -> ArchitectureResolver:
+    def resolve(architecture: str) -> list[Resolved]:
+        entry = registry.lookup(architecture)
+        if entry is None:
+            return [Unknown(f"architecture {architecture} is not in the registry")]
+        return [ref for _, ref in _entry_classes(index, entry, vpack)]
+
+    return resolve
+
+
+def _built_at_run_time(index: VllmIndex, entry: RegistryEntry) -> str | None:
+    """``Qwen2ForSequenceClassification = as_seq_cls_model(Qwen2ForCausalLM)``: a class made by
+    a call when the module is imported, which no static reading can see into."""
+    module = index.module(entry.module)
+    lines = index.snippets.lines(module.path) if module else None
+    pattern = re.compile(rf"^{re.escape(entry.class_name)}\s*=\s*([\w.]+)\(")
+    for line in lines or []:
+        match = pattern.match(line)
+        if match:
+            return f"{entry.class_name} is built at import time by {match.group(1)}(...)"
+    return None
+
+
+def _kind(index: VllmIndex, ref: ClassRef, kinds: set[str], sections: list[str]) -> tuple[str, str]:
+    pack = index.engine.pack
+    where = ", ".join(sorted(set(sections)))
+    if "generation" in kinds:
+        return classify(index, ref)
+    name = ref.qualname.rsplit(".", 1)[-1]
+    if "draft" in kinds:
+        if pack.eagle3_draft_pattern.search(name):
+            return EAGLE3_DRAFT, f"EAGLE-3 draft head (registered in {where})"
+        return DRAFT, f"draft model for speculative decoding (registered in {where})"
+    return OTHER, f"pooling model: embedding, classification or reward (registered in {where})"
+
+
+def _module_location(index: VllmIndex, module: str) -> Path | None:
+    base = index.engine.source_root.joinpath(*module.split("."))
+    if base.with_suffix(".py").is_file():
+        return base.with_suffix(".py")
+    if (base / "__init__.py").is_file():
+        return base
+    return None
+
+
+def _module_file(location: Path | None) -> Path | None:
+    if location is None:
+        return None
+    return location / "__init__.py" if location.is_dir() else location
+
+
+def _entry_in_scope(location: Path | None, scope: list[Path]) -> bool:
+    """A registration is checked when its module (a file, or a whole package with its platform
+    variants) overlaps the reporting scope; nothing is parsed to decide it."""
+    if location is None:
+        return True  # resolution will say what is wrong with it
+    if location.is_dir():
+        inside = [str(p.resolve()) for p in scope]
+        root = str(location.resolve())
+        return in_scope(str(location / "__init__.py"), scope) or any(p == root or p.startswith(root + "/") for p in inside)
+    return in_scope(str(location), scope)
+
+
+def _registered_only(entry: RegistryEntry, location: Path | None, index: VllmIndex) -> ModelClass:
+    pack, vpack = index.engine.pack, index.vpack
+    kinds = entry.section_kinds(vpack)
+    name = entry.class_name
+    where = ", ".join(sorted(set(entry.sections)))
+    if "generation" in kinds:
+        kind, reason = OTHER, "no generative-model name"
+        if pack.eagle3_draft_pattern.search(name):
+            kind, reason = EAGLE3_DRAFT, "EAGLE-3 draft head by its name"
+        elif pack.draft_pattern.search(name):
+            kind, reason = DRAFT, "draft head by its name"
+        elif other := next((o for o in pack.other_patterns if o.pattern.search(name)), None):
+            kind, reason = OTHER, other.reason
+        elif pack.target_name_pattern.search(name):
+            kind, reason = TARGET, "generative model by its name"
+    elif "draft" in kinds:
+        kind, reason = (EAGLE3_DRAFT if pack.eagle3_draft_pattern.search(name) else DRAFT), "draft model"
+    else:
+        kind, reason = OTHER, "pooling model"
+    path = location / "__init__.py" if location is not None and location.is_dir() else location
+    summary = ClassSummary(name=name, qualname=name, lineno=1, col=0, end_lineno=1, bases=[])
+    return ModelClass(
+        ClassRef(entry.module, name),
+        str(path or ""),
+        summary,
+        kind,
+        f"{reason} (registered in {where}; outside the reporting scope: classified from the registry, not parsed)",
+        entry.architecture,
+        None,
+        [entry.architecture],
+    )
+
+
+def discover_vllm_models(index: VllmIndex, scope: list[Path] | None = None) -> Discovery:
+    """The registry's classes: parsed and classified for registrations in ``scope`` (all when
+    None), classified from the registry alone for the others."""
+    vpack = index.vpack
+    registry = read_registry(index, vpack)
+    if registry is None:
+        return Discovery(None, [], [])
+    index.architecture_classes = architecture_resolver(index, registry, vpack)
+    grouped: dict[tuple[ClassRef, str | None], tuple[list[str], list[str]]] = {}
+    unresolved: list[UnresolvedEntry] = []
+    outside: dict[tuple[str, str], ModelClass] = {}
+    locations = {e.architecture: _module_location(index, e.module) for e in registry.entries.values()}
+    checked = {a for a, location in locations.items() if scope is None or _entry_in_scope(location, scope)}
+    # One batch for the registered modules in scope, so a parallel summary provider can share
+    # them out; everything else they lean on is parsed on demand.
+    index.load_files(sorted({p for a in checked if (p := _module_file(locations[a])) is not None}))
+    for entry in registry.entries.values():
+        location = locations[entry.architecture]
+        if entry.architecture not in checked:
+            known = outside.get((entry.module, entry.class_name))
+            if known is None:
+                outside[(entry.module, entry.class_name)] = _registered_only(entry, location, index)
+            else:
+                known.architectures.append(entry.architecture)
+            continue
+        for variant, resolved in _entry_classes(index, entry, vpack):
+            if not isinstance(resolved, ClassRef) or index.class_summary(resolved) is None:
+                reason = _built_at_run_time(index, entry) or getattr(resolved, "reason", None) or f"resolves to {resolved}, not a class in the tree"
+                unresolved.append(UnresolvedEntry(entry.module, registry.path, entry.architecture, str(reason)))
+                continue
+            architectures, sections = grouped.setdefault((resolved, variant), ([], []))
+            architectures.append(entry.architecture)
+            sections.extend(entry.sections)
+    # A variant that is also registered on its own (a generic fallback) is that model.
+    plain = {ref for ref, variant in grouped if variant is None}
+    for key in [k for k in grouped if k[1] is not None and k[0] in plain]:
+        architectures, sections = grouped.pop(key)
+        grouped[(key[0], None)][0].extend(architectures)
+        grouped[(key[0], None)][1].extend(sections)
+    models: list[ModelClass] = []
+    for (ref, variant), (architectures, sections) in grouped.items():
+        summary = index.class_summary(ref)
+        module = index.module(ref.module)
+        if summary is None or module is None:
+            continue
+        kinds = {vpack.sections.get(s, vpack.default_section) for s in sections}
+        kind, reason = _kind(index, ref, kinds, sections)
+        models.append(ModelClass(ref, module.path, summary, kind, reason, architectures[0], variant, architectures))
+    return Discovery(registry, models, unresolved, list(outside.values()))

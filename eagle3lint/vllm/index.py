@@ -1,0 +1,178 @@
+"""The project index, taught how vLLM builds inner models.
+
+Wrappers rarely construct their language model directly. They call a registry factory,
+``init_vllm_registered_model(vllm_config, hf_config=..., architectures=["Qwen2ForCausalLM"])``
+or ``initialize_model(vllm_config=vllm_config.with_hf_config(cfg, ["LlamaForCausalLM"]))``,
+and vLLM looks the architecture up in its registry; decoders are often built by a factory method
+(``self.model = self._init_model(...)`` returning ``LlamaModel(...)``) or a class attribute
+(``self.model = self.model_cls(...)``) that subclasses override. With a literal architecture
+list the class is known statically; without one it is chosen from the HF config at run time,
+which no static tool can prove: that is :class:`~eagle3lint.index.Unknown` (reported as info,
+never as an error).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Callable
+
+from eagle3lint.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
+from eagle3lint.summary import Construction, dotted
+from eagle3lint.vllm.pack import VllmPack
+from eagle3lint.vllm.snippets import SnippetReader
+
+RUNTIME_CHOICE = "the inner model is chosen from the HF config at run time"
+
+# Maps an architecture name to the classes the registry loads for it (several when the
+# package dispatches on the platform).
+ArchitectureResolver = Callable[[str], list[Resolved]]
+
+
+def _string_list(node: ast.AST) -> list[str] | None:
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return [e.value for e in node.elts]  # type: ignore[attr-defined]
+    return None
+
+
+class VllmIndex(ProjectIndex):
+    vpack: VllmPack
+    model_class_pattern: re.Pattern[str]
+    architecture_classes: ArchitectureResolver | None = None
+    snippets: SnippetReader
+
+    def attribute_classes(self, ref: ClassRef, attr: str, _depth: int = 0) -> list[Resolved]:
+        """As :meth:`ProjectIndex.attribute_classes` (the last ``__init__`` assignment along the
+        MRO wins), with registry factories, factory methods and class-attribute classes."""
+        if _depth > 8:
+            return [Unknown("attribute chain too deep")]
+        for current in self.mro(ref).classes:
+            cls = self.class_summary(current)
+            if cls is None:
+                continue
+            fn = cls.methods.get(attr)
+            if fn is not None and fn.is_property:
+                break  # properties: the base index follows them
+            entry = cls.instance_attrs.get(attr)
+            if entry is None:
+                continue
+            if not entry.constructions:
+                break
+            last_line = max(c.lineno for c in entry.constructions)
+            latest = [c for c in entry.constructions if c.lineno == last_line]
+            if any("." in c.callee[len("self.") :] for c in latest if c.callee.startswith("self.")):
+                break  # ``self.a = self.b.c``: the base index follows attribute paths
+            out: list[Resolved] = []
+            for construction in latest:
+                out.extend(self._construction_classes(ref, current, construction, _depth))
+            return out
+        return super().attribute_classes(ref, attr, _depth)
+
+    # ---- what a construction builds ----------------------------------------------------------
+    def _self_callable(self, ref: ClassRef, name: str) -> str | None:
+        """"method" or "class_attr" when ``self.<name>(...)`` calls a factory method or a class
+        stored in a class attribute."""
+        lookup = self.lookup(ref, name)
+        if lookup.status != "found":
+            return None
+        if lookup.kind == "method" and lookup.function is not None and not lookup.function.is_property:
+            return "method"
+        if lookup.kind == "class_attr":
+            return "class_attr"
+        return None
+
+    def _construction_classes(self, ref: ClassRef, owner: ClassRef, construction: Construction, depth: int) -> list[Resolved]:
+        if self._is_factory(owner, construction):
+            return self._factory_classes(owner, construction)
+        if construction.callee.startswith("self."):
+            name = construction.callee[len("self.") :]
+            kind = self._self_callable(ref, name)
+            if kind == "method":
+                return self._method_returns(ref, name)
+            if kind == "class_attr":
+                return [self._class_attr_value(ref, name)]
+            return super().attribute_classes(ref, name, depth + 1)
+        last = construction.callee.rsplit(".", 1)[-1]
+        if not self.model_class_pattern.search(last):
+            # Not worth resolving (and parsing its module): layers, configs, helpers.
+            return [Unknown(f"{construction.callee}(...) is not named like a model class")]
+        return [self.resolve(owner.module, construction.callee)]
+
+    def _is_factory(self, owner: ClassRef, construction: Construction) -> bool:
+        if construction.callee.startswith("self."):
+            return False
+        if construction.callee.rsplit(".", 1)[-1] not in self.vpack.factories:
+            return False
+        return isinstance(self.resolve(owner.module, construction.callee), (FunctionRef, Unknown))
+
+    def _factory_classes(self, owner: ClassRef, construction: Construction) -> list[Resolved]:
+        architectures: list[str] = []
+        for keyword in self.vpack.architecture_keywords:
+            architectures.extend(construction.literal_args.get(keyword, []))
+        if not architectures:
+            architectures = self._positional_architectures(owner, construction)
+        if not architectures or self.architecture_classes is None:
+            return [Unknown(RUNTIME_CHOICE)]
+        out: list[Resolved] = []
+        for architecture in architectures:
+            out.extend(self.architecture_classes(architecture))
+        return out or [Unknown(f"architecture {architectures[0]} is not in the registry")]
+
+    def _positional_architectures(self, owner: ClassRef, construction: Construction) -> list[str]:
+        """``vllm_config.with_hf_config(cfg, ["X"])``: the architectures passed positionally."""
+        cls = self.class_summary(owner)
+        module = self.module(owner.module)
+        init = cls.methods.get("__init__") if cls else None
+        if init is None or module is None:
+            return []
+        stmt = self.snippets.statement_at(module.path, init.lineno, init.end_lineno, construction.lineno)
+        if stmt is None:
+            return []
+        for node in ast.walk(stmt):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "with_hf_config"
+                and len(node.args) >= 2
+            ):
+                found = _string_list(node.args[1])
+                if found:
+                    return found
+        return []
+
+    def _method_returns(self, ref: ClassRef, name: str) -> list[Resolved]:
+        """The classes ``self.<name>(...)`` constructs: its ``return X(...)`` statements, in the
+        override the instance's class really runs."""
+        lookup = self.lookup(ref, name)
+        fn, owner = lookup.function, lookup.owner
+        module = self.module(owner.module) if owner else None
+        if fn is None or owner is None or module is None:
+            return [Unknown(f"self.{name}() cannot be followed")]
+        tree = self.snippets.parse(module.path, fn.lineno, fn.end_lineno)
+        if tree is None:
+            return [Unknown(f"self.{name}() cannot be read")]
+        out: list[Resolved] = []
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
+                callee = dotted(node.value.func)
+                if callee and not callee.startswith("self."):
+                    out.append(self.resolve(owner.module, callee))
+                else:
+                    out.append(Unknown(f"self.{name}() returns a computed value"))
+        return out or [Unknown(f"self.{name}() returns no constructed object")]
+
+    def _class_attr_value(self, ref: ClassRef, name: str) -> Resolved:
+        """``model_cls = FooModel`` in the class body (the nearest along the MRO)."""
+        lookup = self.lookup(ref, name)
+        owner = lookup.owner
+        cls = self.class_summary(owner) if owner else None
+        module = self.module(owner.module) if owner else None
+        if owner is None or cls is None or module is None or name not in cls.class_attrs:
+            return Unknown(f"self.{name} cannot be followed")
+        line = cls.class_attrs[name]
+        stmt = self.snippets.statement_at(module.path, line, line, line)
+        value = getattr(stmt, "value", None)
+        target = dotted(value) if value is not None else None
+        if target is None:
+            return Unknown(f"{owner.qualname}.{name} is not a plain class name")
+        return self.resolve(owner.module, target)

@@ -1,0 +1,110 @@
+"""The vLLM-only sections of ``rules/vllm.toml``: protocol anchors, registry layout, platforms.
+
+These keys are read here, not in :mod:`eagle3lint.rulepack`, because only the vLLM analysis
+uses them; a malformed value is a :class:`UsageError` naming the pack file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from eagle3lint.errors import UsageError
+from eagle3lint.rulepack import RulePack, rules_dir
+
+SECTION_KINDS = ("generation", "draft", "pooling")
+
+
+@dataclass(frozen=True)
+class VllmPack:
+    # [protocol]
+    interfaces_module: str  # dotted, relative to the package: model_executor.models.interfaces
+    protocol: str
+    mixin: str
+    setter: str
+    getter_names: tuple[str, ...]
+    capture_attribute: str
+    allow_list_files: tuple[str, ...]
+    # [registry]
+    registry_module: str
+    relative_package: str  # where registry module names without the package prefix live
+    factories: tuple[str, ...]
+    architecture_keywords: tuple[str, ...]
+    merged_tables: tuple[str, ...]
+    sections: dict[str, str]
+    default_section: str
+    # [platforms]
+    platform_markers: tuple[str, ...]
+    platform_folders: tuple[str, ...]
+    # top level
+    walk_methods: tuple[str, ...]
+    inner_model_class: str
+    language_model_marker: str
+
+
+def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key, {})
+    if not isinstance(value, dict):
+        raise UsageError(f"{rules_dir() / 'vllm.toml'}: [{key}] must be a table")
+    return value
+
+
+def _str(table: dict[str, Any], section: str, key: str, default: str) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str):
+        raise UsageError(f"{rules_dir() / 'vllm.toml'}: {section + '.' if section else ''}{key} must be a string")
+    return value
+
+
+def _strs(table: dict[str, Any], section: str, key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+    value = table.get(key, list(default))
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{rules_dir() / 'vllm.toml'}: {section + '.' if section else ''}{key} must be a list of strings")
+    return tuple(value)
+
+
+def _parse(pack: RulePack) -> VllmPack:
+    data = pack.raw
+    protocol = _table(data, "protocol")
+    registry = _table(data, "registry")
+    platforms = _table(data, "platforms")
+    holders = _table(data, "holders")
+    sections = registry.get("sections", {})
+    if not isinstance(sections, dict) or not all(v in SECTION_KINDS for v in sections.values()):
+        raise UsageError(
+            f"{rules_dir() / 'vllm.toml'}: registry.sections values must be one of {', '.join(SECTION_KINDS)}"
+        )
+    default_section = _str(registry, "registry", "default_section", "generation")
+    if default_section not in SECTION_KINDS:
+        raise UsageError(f"{rules_dir() / 'vllm.toml'}: registry.default_section must be one of {', '.join(SECTION_KINDS)}")
+    return VllmPack(
+        interfaces_module=_str(protocol, "protocol", "module", "model_executor.models.interfaces"),
+        protocol=_str(protocol, "protocol", "name", "SupportsEagle3"),
+        mixin=_str(protocol, "protocol", "mixin", "EagleModelMixin"),
+        setter=_str(protocol, "protocol", "setter", "set_aux_hidden_state_layers"),
+        getter_names=_strs(protocol, "protocol", "getters", ("get_eagle3_default_aux_hidden_state_layers",)),
+        capture_attribute=_str(protocol, "protocol", "capture_attribute", "aux_hidden_state_layers"),
+        allow_list_files=_strs(protocol, "protocol", "allow_list_files"),
+        registry_module=_str(registry, "registry", "module", "model_executor.models.registry"),
+        relative_package=_str(registry, "registry", "relative_package", "model_executor.models"),
+        factories=_strs(registry, "registry", "factories", ("init_vllm_registered_model",)),
+        architecture_keywords=_strs(registry, "registry", "architecture_keywords", ("architectures",)),
+        merged_tables=_strs(registry, "registry", "merged"),
+        sections={str(k): str(v) for k, v in sections.items()},
+        default_section=default_section,
+        platform_markers=_strs(platforms, "platforms", "markers", ("current_platform",)),
+        platform_folders=_strs(platforms, "platforms", "folders"),
+        walk_methods=_strs(data, "", "walk_methods"),
+        inner_model_class=_str(data, "", "inner_model_class", "."),
+        language_model_marker=_str(holders, "holders", "language_model_marker", ""),
+    )
+
+
+_PARSED: dict[str, VllmPack] = {}
+
+
+def vllm_pack(pack: RulePack) -> VllmPack:
+    parsed = _PARSED.get(pack.digest)
+    if parsed is None:
+        parsed = _PARSED[pack.digest] = _parse(pack)
+    return parsed
