@@ -120,13 +120,22 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+# The modules whose code decides what a cached entry holds.
+_PRODUCERS = ("summary.py", "sources.py", "suppressions.py", "contract.py")
+
+
 def _layout_digest() -> str:
-    """The shape of every cached class: a summary written by another build of eagle3lint (a
-    field added or renamed) lands in another namespace instead of loading half-formed."""
-    shape = ";".join(
-        f"{name}:{','.join(f.name for f in dataclasses.fields(cls))}" for name, cls in sorted(_DATACLASSES.items())
-    )
-    return hashlib.sha256(shape.encode()).hexdigest()[:12]
+    """The shape of every cached class and the code that fills it: an entry written by another
+    build of eagle3lint (a field added, an extraction changed) lands in another namespace instead
+    of being trusted."""
+    h = hashlib.sha256()
+    for name, cls in sorted(_DATACLASSES.items()):
+        h.update(f"{name}:{','.join(f.name for f in dataclasses.fields(cls))};".encode())
+    here = Path(__file__).resolve().parent
+    for producer in _PRODUCERS:
+        with contextlib.suppress(OSError):
+            h.update((here / producer).read_bytes())
+    return h.hexdigest()[:12]
 
 
 class Cache:

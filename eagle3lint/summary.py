@@ -217,19 +217,36 @@ def _construction(value: ast.AST, lineno: int) -> list[Construction]:
                 strings = _string_list(kw.value)
                 if strings is not None:
                     literal[kw.arg] = strings
-                elif isinstance(kw.value, ast.Call) and dotted(kw.value.func):
-                    # with_hf_config(cfg, architectures=[...]) passed as vllm_config=...
-                    for inner in kw.value.keywords:
-                        if inner.arg:
-                            inner_strings = _string_list(inner.value)
-                            if inner_strings is not None:
-                                literal[inner.arg] = inner_strings
+                elif isinstance(kw.value, ast.Call):
+                    # vllm_config=vllm_config.with_hf_config(cfg, architectures=[...])
+                    _record_nested_literals(kw.value, literal)
+        for arg in value.args:
+            if isinstance(arg, ast.Call):
+                _record_nested_literals(arg, literal)
         return [Construction(callee=callee, lineno=lineno, literal_args=literal)]
     name = dotted(value)
     if name is not None and name.startswith("self."):
         # ``self.model = self.language_model``: an alias of another attribute.
         return [Construction(callee=name, lineno=lineno)]
     return []
+
+
+def _record_nested_literals(call: ast.Call, literal: dict[str, list[str]]) -> None:
+    """String lists given to a call nested in a construction's arguments: by keyword under
+    their name, positionally as ``"<function>#<index>"`` (``with_hf_config#1``)."""
+    if dotted(call.func) is None:
+        return
+    for inner in call.keywords:
+        if inner.arg:
+            strings = _string_list(inner.value)
+            if strings is not None:
+                literal[inner.arg] = strings
+    short = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    for position, arg in enumerate(call.args):
+        if isinstance(arg, (ast.List, ast.Tuple)):
+            strings = _string_list(arg)
+            if strings:
+                literal[f"{short}#{position}"] = strings
 
 
 class _BodyWalker(ast.NodeVisitor):

@@ -119,26 +119,9 @@ class VllmIndex(ProjectIndex):
         return out or [Unknown(f"architecture {architectures[0]} is not in the registry")]
 
     def _positional_architectures(self, owner: ClassRef, construction: Construction) -> list[str]:
-        """``vllm_config.with_hf_config(cfg, ["X"])``: the architectures passed positionally."""
-        cls = self.class_summary(owner)
-        module = self.module(owner.module)
-        init = cls.methods.get("__init__") if cls else None
-        if init is None or module is None:
-            return []
-        stmt = self.snippets.statement_at(module.path, init.lineno, init.end_lineno, construction.lineno)
-        if stmt is None:
-            return []
-        for node in ast.walk(stmt):
-            if (
-                isinstance(node, ast.Call)
-                and isinstance(node.func, ast.Attribute)
-                and node.func.attr == "with_hf_config"
-                and len(node.args) >= 2
-            ):
-                found = _string_list(node.args[1])
-                if found:
-                    return found
-        return []
+        """``vllm_config.with_hf_config(cfg, ["X"])``: the architectures passed positionally,
+        as the summary recorded them from the construction's nested calls."""
+        return construction.literal_args.get("with_hf_config#1", [])
 
     def _method_returns(self, ref: ClassRef, name: str) -> list[Resolved]:
         """The classes ``self.<name>(...)`` constructs: its ``return X(...)`` statements, in the
