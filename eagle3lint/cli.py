@@ -170,3 +170,9 @@ def main(argv: list[str] | None = None) -> None:
         click.echo("eagle3lint: internal error (please report):", err=True)
         click.echo(traceback.format_exc(), err=True)
         sys.exit(EXIT_ERROR)
+
+
+# Commands in their own modules register here (after `cli` and its helpers exist).
+from eagle3lint.fix.cli import fix  # noqa: E402
+
+cli.add_command(fix)

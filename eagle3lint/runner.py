@@ -11,7 +11,7 @@ from eagle3lint.checks.context import CheckContext
 from eagle3lint.contract import Contract, extract_contract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError, Finding
-from eagle3lint.index import ProjectIndex
+from eagle3lint.index import ProjectIndex, SummaryProvider
 from eagle3lint.models import ModelClass, UnresolvedEntry, discover_sglang_models, in_scope
 from eagle3lint.sources import iter_python_files
 
@@ -48,11 +48,11 @@ def model_files(engine: Engine) -> list[Path]:
     return files
 
 
-def build_index(engine: Engine) -> ProjectIndex:
+def build_index(engine: Engine, provider: SummaryProvider | None = None) -> ProjectIndex:
     pack = engine.pack
     walk = frozenset(pack.members) | frozenset(n for spec in pack.members.values() for n in spec.former_names)
     needles = tuple(sorted(name.encode() for name, spec in pack.members.items() if spec.kind == "attribute"))
-    return ProjectIndex(engine, walk_names=walk, needles=needles)
+    return ProjectIndex(engine, walk_names=walk, needles=needles, provider=provider)
 
 
 def run_check(
@@ -60,9 +60,13 @@ def run_check(
     scope: list[Path],
     select: list[str] | None = None,
     ignore: list[str] | None = None,
+    contract: Contract | None = None,
+    provider: SummaryProvider | None = None,
 ) -> CheckResult:
-    contract = extract_contract(engine)
-    index = build_index(engine)
+    """``contract`` and ``provider`` let the fixer re-check edited texts without re-reading
+    the engine (the contract does not depend on model files)."""
+    contract = contract or extract_contract(engine)
+    index = build_index(engine, provider)
     modules = index.load_files(model_files(engine))
     # A single file outside the models folders can still be the reporting scope.
     extra = [p for p in scope if p.is_file() and p.suffix == ".py"]
