@@ -94,6 +94,9 @@ def check(
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
     if output_format == "json":
+        from eagle3lint.fix import attach_fixes
+
+        attach_fixes(result, scope)  # each finding's "fix": applicability, description, diff
         write_json(result, sys.stdout)
     else:
         write_concise(result, sys.stdout, verbose=verbose)

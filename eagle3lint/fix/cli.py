@@ -107,8 +107,6 @@ def _summarise_rest(plans: list[PlannedFix], accepted: list[PlannedFix], unsafe_
     if counts[unsafe] and not unsafe_fixes:
         click.echo(f"{_plural(counts[unsafe], 'unsafe fix')} not {verb} (add --unsafe-fixes).", err=True)
     if counts[display_only]:
-        click.echo(
-            f"{_plural(counts[display_only], 'finding')} only have suggestions to apply by hand "
-            "(see `eagle3lint check --format json`).",
-            err=True,
-        )
+        count = counts[display_only]
+        has = "has only a suggestion" if count == 1 else "have only suggestions"
+        click.echo(f"{_plural(count, 'finding')} {has} to apply by hand (see `eagle3lint check --format json`).", err=True)

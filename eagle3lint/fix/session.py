@@ -178,12 +178,20 @@ def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> None:
 
 
 def render_diff(edits: tuple[Edit, ...] | list[Edit], sources: SourceSet, parsed: dict[Any, Any], source_root: Path) -> str:
+    """The unified diff of one fix alone (for ``check --format json``). Not proven like a
+    written fix (that costs a full parse per finding); ``fix`` proves the same edits."""
+    from eagle3lint.fix.apply import apply_edits
+
     out = []
     for path, file_edits in _by_path(edits).items():
         source = sources.get(path)
         if not isinstance(source, SourceFile):
             raise ApplyError(source.message)
-        new_text = _edit_file(source, file_edits, parsed)
+        try:
+            tree = source.tree()
+        except SyntaxError as exc:
+            raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+        new_text = apply_edits(source.path, source.text, tree, file_edits, parsed)
         out.append(unified_diff(source.text, new_text, diff_label(path, source_root)))
     return "".join(out)
 
