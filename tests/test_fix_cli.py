@@ -135,3 +135,42 @@ def test_check_never_imports_libcst() -> None:
     assert _imports_libcst("check", "--format", "json", models)  # renders the fix diffs
     clean = str(REPO / "fixtures" / "fix_wrapper" / "after" / MODELS)
     assert not _imports_libcst("fix", clean)  # nothing to edit, nothing parsed with libcst
+
+
+WRAPPER_OF_A_LEAF_TO_FIX = '''\
+from torch import nn
+
+from sglang.srt.models.embed_leaf import EmbedLeafForCausalLM
+
+
+class OuterForConditionalGeneration(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = EmbedLeafForCausalLM(config.text_config)
+
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.language_model.set_eagle3_layers_to_capture(layer_ids)
+
+
+EntryClass = OuterForConditionalGeneration
+'''
+
+
+def test_a_fix_that_enables_another_is_followed_by_a_second_pass(tmp_path: Path) -> None:
+    """Fixing the inner causal LM turns its wrapper's "missing" into "does not delegate", which
+    the delegation template fixes in a second pass of the same run."""
+    root = copy_before("fix_leaf_embed", tmp_path)
+    outer = root / MODELS / "outer.py"
+    outer.write_text(WRAPPER_OF_A_LEAF_TO_FIX)
+    check = run_cli("check", outer)
+    assert "E3L001 `OuterForConditionalGeneration` lacks `get_embed_and_head`" in check.stdout
+    done = run_cli("fix", "--apply", root / MODELS)
+    assert done.returncode == 1  # the guessed head (unsafe) remains
+    assert "Fixed 2 findings in 2 files." in done.stderr  # the leaf, then the wrapper (with its companion)
+    text = outer.read_text()
+    assert "    def get_embed_and_head(self):\n        return self.language_model.get_embed_and_head()\n" in text
+    assert "    def set_embed_and_head(self, embed, head):\n        self.language_model.set_embed_and_head(embed, head)\n" in text
+    assert text.index("def set_eagle3_layers_to_capture") < text.index("def get_embed_and_head")
+    again = run_cli("fix", root / MODELS)
+    assert again.stdout == ""  # only the unsafe guessed head is left, and it is not shown
+    assert "1 unsafe fix not shown" in again.stderr

@@ -46,3 +46,18 @@ def test_crlf_diff_applies_with_patch(tmp_path: Path) -> None:
     assert patched.returncode == 0, patched.stdout + patched.stderr
     expected = to_crlf((golden_after("fix_wrapper") / MODELS / "vl_wrapper.py").read_text()).encode()
     assert (root / MODELS / "vl_wrapper.py").read_bytes() == expected
+
+
+@pytest.mark.parametrize(
+    ("header", "encoding"),
+    [(b"# -*- coding: latin-1 -*-\n# caf\xe9\n", "latin-1"), (b"\xef\xbb\xbf# caf\xc3\xa9\n", "utf-8-sig")],
+)
+def test_encoding_and_bom_are_kept(header: bytes, encoding: str, tmp_path: Path) -> None:
+    root = copy_before("fix_wrapper", tmp_path)
+    target = root / MODELS / "vl_wrapper.py"
+    target.write_bytes(header + target.read_bytes())
+    done = run_cli("fix", "--apply", target)
+    assert done.returncode == 0, done.stderr
+    expected = header + (golden_after("fix_wrapper") / MODELS / "vl_wrapper.py").read_bytes()
+    assert target.read_bytes() == expected
+    assert target.read_bytes().decode(encoding)

@@ -58,3 +58,13 @@ def test_file_changed_between_analysis_and_write_is_not_overwritten(tmp_path: Pa
     problems = write_changes(outcome)
     assert problems == {str(target): "the file changed on disk since it was read; run fix again"}
     assert target.read_text() == edited
+
+
+def test_a_file_that_vanished_before_fixing_is_reported_not_raised(tmp_path: Path) -> None:
+    root = copy_before("fix_wrapper", tmp_path)
+    models = root / MODELS
+    result = run_check(discover_engine([models]), [models])
+    (models / "vl_wrapper.py").unlink()
+    outcome = prepare_fixes(result, [models])
+    assert outcome.changes == {}
+    assert {r.reason for r in outcome.rejections} == {"vl_wrapper.py: file vanished before it could be read"}

@@ -150,7 +150,12 @@ def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[P
     engine = env.result.engine.name
     for finding in env.result.findings if findings is None else findings:
         for pattern in patterns_for(engine, finding.code):
-            plan = pattern().plan(finding, env)
+            try:
+                plan = pattern().plan(finding, env)
+            except (SyntaxError, ValueError, RecursionError, OSError) as exc:
+                # Odd input in one file must not cost the other fixes; the finding stays.
+                where = getattr(exc, "filename", None) or finding.path
+                plan = PlannedFix(finding, pattern.name, DISPLAY_ONLY, "no fix", note=f"{where}: {type(exc).__name__}: {exc}")
             if plan is not None:
                 plans.append(_confine_to_scope(plan, env))
                 break

@@ -94,8 +94,7 @@ def prepare_fixes(
     current = result
     accepted: list[PlannedFix] = []
     for _ in range(MAX_PASSES):
-        rejected = {finding_key(r.fix.finding) for r in outcome.rejections}
-        candidates = [p for p in plans if p.edits and applies(p.applicability, unsafe_fixes) and p.key not in rejected]
+        candidates = _candidates(plans, outcome, unsafe_fixes)
         if not candidates:
             break
         step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, cache, outcome)
@@ -106,16 +105,23 @@ def prepare_fixes(
         accepted += step.accepted
         plans = plan_fixes(FixEnv(current, sources.overlay(texts), scope))
     else:
-        # Still something to fix after the last pass: a second run would change files again.
-        for plan in accepted:
-            outcome.rejections.append(Rejection(plan, f"the fixes did not settle within {MAX_PASSES} passes"))
-        return outcome
+        if _candidates(plans, outcome, unsafe_fixes):
+            # Still something to fix after the last pass: a second run would change files again.
+            for plan in accepted:
+                outcome.rejections.append(Rejection(plan, f"the fixes did not settle within {MAX_PASSES} passes"))
+            return outcome
     outcome.accepted, outcome.after = accepted, (current if texts else None)
     for path, text in sorted(texts.items()):
         original = sources.get(path)
         if isinstance(original, SourceFile) and text != original.text:
             outcome.changes[path] = FileChange(path, original, text, [p for p in accepted if path in p.paths])
     return outcome
+
+
+def _candidates(plans: list[PlannedFix], outcome: FixOutcome, unsafe_fixes: bool) -> list[PlannedFix]:
+    """Plans to try: with edits, applicable at the chosen level, not rejected before."""
+    rejected = {finding_key(r.fix.finding) for r in outcome.rejections}
+    return [p for p in plans if p.edits and applies(p.applicability, unsafe_fixes) and p.key not in rejected]
 
 
 def _one_pass(
@@ -238,6 +244,9 @@ def _build_files(
             new_text = _edit_file(source, file_edits, cache, trees)
         except (ApplyError, ProofError) as exc:
             failed[path] = str(exc)
+            continue
+        except (ValueError, RecursionError, MemoryError) as exc:  # libcst on input it cannot take
+            failed[path] = f"cannot be edited: {type(exc).__name__}: {exc}"
             continue
         if new_text != source.text:
             changed[path] = new_text

@@ -89,9 +89,3 @@ class SourceSet:
 
     def overlay(self, texts: dict[str, str]) -> SourceSet:
         return SourceSet(base=self, overrides=texts)
-
-    def overridden(self) -> dict[str, str]:
-        """Texts that differ from the base (the files an overlay changed)."""
-        if self._base is None:
-            return {}
-        return {p: f.text for p, f in self._files.items() if isinstance(f, SourceFile) and f is not self._base._files.get(p)}
