@@ -84,6 +84,7 @@ def fix(
                 status = EXIT_ERROR
         written = [p for p, problem in problems.items() if problem is None]
         if written:
+            fixed = sum(1 for plan in outcome.accepted if plan.paths <= set(written))
             click.echo(f"Fixed {_plural(fixed, 'finding')} in {_plural(len(written), 'file')}.", err=True)
         remaining = outcome.remaining if all(p is None for p in problems.values()) else result.findings
     else:
