@@ -142,7 +142,12 @@ def check(
         count = write_baseline(write_baseline_file, result.findings, result.engine)
         click.echo(f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} to baseline {write_baseline_file}", err=True)
         sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
-    writer_for(output_format or settings.output_format or "concise")(result, sys.stdout, verbose)
+    chosen_format = output_format or settings.output_format or "concise"
+    if chosen_format in ("json", "full"):
+        from eagle3lint.fix import attach_fixes
+
+        attach_fixes(result, scope)  # each finding's "fix": applicability, description, diff
+    writer_for(chosen_format)(result, sys.stdout, verbose)
     if result.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
@@ -240,3 +245,7 @@ def main(argv: list[str] | None = None) -> None:
 from eagle3lint.verify.cli import verify  # noqa: E402
 
 cli.add_command(verify)
+
+from eagle3lint.fix.cli import fix  # noqa: E402
+
+cli.add_command(fix)

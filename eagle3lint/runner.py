@@ -19,7 +19,7 @@ from eagle3lint.config import Settings
 from eagle3lint.contract import Contract, extract_contract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError, Finding
-from eagle3lint.index import ProjectIndex
+from eagle3lint.index import ProjectIndex, SummaryProvider
 from eagle3lint.models import ModelClass, UnresolvedEntry, discover_sglang_models, in_scope
 from eagle3lint.parallel import WorkerPool, parse_serially
 from eagle3lint.rulepack import MemberSpec, extend_pack
@@ -120,24 +120,30 @@ def run_check(
     extend_select: list[str] | None = None,
     use_cache: bool = True,
     baseline: Path | None = None,
+    contract: Contract | None = None,
+    provider: SummaryProvider | None = None,
 ) -> CheckResult:
+    """``contract`` and ``provider`` let the fixer re-check edited texts in memory: the contract
+    does not depend on model files, and the provider serves the edited summaries."""
     settings = settings or Settings()
     engine = customize_engine(engine, settings)
+    if provider is not None:
+        use_cache = False
     gc_was_enabled = gc.isenabled()
     # The run allocates many long-lived objects and frees few cycles: collection only costs.
     gc.disable()
     try:
         cache = _open_cache(engine, settings) if use_cache else None
-        with WorkerPool(workers) as pool:
-            contract, pending, fingerprint = None, None, ""
-            if cache is not None:
+        with WorkerPool(workers if provider is None else 1) as pool:
+            pending, fingerprint = None, ""
+            if cache is not None and contract is None:
                 fingerprint = cache.contract_fingerprint()
                 contract = cache.load_contract(fingerprint)
             if contract is None and pool.enabled:
                 # The engine's call sites are scanned in a worker while the models parse.
                 pending = pool.submit(extract_contract, engine)
             index = _engine_index(engine)
-            index.provider = cache.provider(pool.parse) if cache is not None else pool.parse
+            index.provider = provider or (cache.provider(pool.parse) if cache is not None else pool.parse)
             extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
             extra_files = [p for item in extra_models for p in ([item] if item.is_file() else iter_python_files(item))]
             # A single file outside the models folders can still be the reporting scope.
@@ -157,7 +163,7 @@ def run_check(
                 contract = pending.result() if pending is not None else extract_contract(engine)
                 if cache is not None:
                     cache.store_contract(fingerprint, contract)
-        index.provider = cache.provider(parse_serially) if cache is not None else None
+        index.provider = provider or (cache.provider(parse_serially) if cache is not None else None)
         scope = [*scope, *extra_models]
         ctx: CheckContext
         if discovered is not None:

@@ -78,7 +78,9 @@ def test_full_shows_source_line_and_engine_call_sites() -> None:
     assert "= engine call sites:" in first
     assert "sglang/srt/speculative/eagle_worker.py:9: self.target_worker.model_runner.model.get_embed_and_head" in first
     assert "= help: missing-target-method; `eagle3lint explain E3L001`" in first
-    assert "= fix" not in done.stdout  # no finding carries a fix yet
+    # The fixer's suggestion travels with the finding, with its applicability and diff.
+    assert "= fix (display-only): add `set_eagle3_layers_to_capture`" in done.stdout
+    assert "+    def set_eagle3_layers_to_capture(" in done.stdout
     assert done.stdout.rstrip().splitlines()[-1].startswith("sglang 0.0.1+fixture: 2 errors")
 
 

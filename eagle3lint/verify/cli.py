@@ -29,9 +29,19 @@ def _int_list(value: str | None, option: str) -> list[int] | None:
 def verify_run_options(func: F) -> F:
     """Every verify option except the engine selection (--engine/--engine-root) and --format, which
     the command that uses them (verify, or fix) declares itself."""
+    return _verify_options(func, required=True)
+
+
+def optional_verify_run_options(func: F) -> F:
+    """The same options for a command where verifying is optional (`fix --apply --verify`): the
+    model paths are then checked by that command."""
+    return _verify_options(func, required=False)
+
+
+def _verify_options(func: F, required: bool) -> F:
     options = [
-        click.option("--model-path", required=True, help="The target model (a local folder for the pre-flight; also what the engine loads)."),
-        click.option("--draft-model-path", required=True, help="The EAGLE-3 drafter (a local folder for the pre-flight)."),
+        click.option("--model-path", required=required, help="The target model (a local folder for the pre-flight; also what the engine loads)."),
+        click.option("--draft-model-path", required=required, help="The EAGLE-3 drafter (a local folder for the pre-flight)."),
         click.option("--preflight-only", is_flag=True, help="Only the checks that need no GPU (configs, safetensors headers, the target class)."),
         click.option("--ignore-preflight", is_flag=True, help="Launch even when the pre-flight predicts a crash."),
         click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel size (GPUs per server)."),

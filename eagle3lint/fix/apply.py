@@ -1,0 +1,443 @@
+"""Performing planned edits with libcst, so comments, blank lines, quotes, line endings and the
+file's indentation survive. Inserted code is re-styled to the file's indent unit and newline
+before it is parsed, so it reads as if written there."""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections import Counter, defaultdict
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from eagle3lint.fix.diff import split_lines
+from eagle3lint.fix.edits import (
+    AFTER,
+    BEFORE,
+    BODY_END,
+    BODY_START,
+    AddKeyword,
+    ApplyError,
+    Edit,
+    InsertMembers,
+    InsertStatements,
+    edit_sort_key,
+)
+from eagle3lint.fix.locate import find_class, own_method
+
+__all__ = ["ApplyError", "ParsedFile", "PieceCache", "apply_edits"]
+
+
+@dataclass
+class ParsedFile:
+    """One piece of source parsed with libcst once; several edit sets can be applied to it."""
+
+    text: str
+    module: cst.Module
+    line_offset: int = 0  # lines of the file before this piece
+    _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
+
+    @classmethod
+    def parse(cls, text: str, line_offset: int = 0) -> ParsedFile:
+        try:
+            return cls(text, cst.parse_module(text), line_offset)
+        except (cst.ParserSyntaxError, RecursionError) as exc:
+            raise ApplyError(f"libcst cannot parse the file: {exc}".splitlines()[0]) from exc
+
+    def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
+        if self._positions is None:
+            wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
+            self._positions = wrapper.resolve(PositionProvider)
+        return self._positions
+
+
+# Parsed pieces by (path, first line, text), so several fixes of one file parse it once.
+PieceCache = dict[tuple[str, int, str], ParsedFile]
+
+
+def apply_edits(path: str, text: str, tree: ast.Module, edits: Sequence[Edit], cache: PieceCache | None = None) -> str:
+    """The file's new text with every edit performed; :class:`ApplyError` if one cannot be.
+
+    Only the module-level statements that hold an edited class are parsed with libcst (a class
+    is usually a small part of a model file); the rest of the text is kept byte for byte.
+    """
+    lines = split_lines(text)
+    pieces: dict[int, tuple[ast.stmt, list[Edit]]] = {}
+    for edit in edits:
+        top = _top_level_statement(tree, edit.class_path)
+        pieces.setdefault(id(top), (top, []))[1].append(edit)
+    # Bottom-up, so the line numbers of pieces still to do stay valid.
+    for top, piece_edits in sorted(pieces.values(), key=lambda item: -item[0].lineno):
+        first = min([top.lineno, *(d.lineno for d in getattr(top, "decorator_list", []))])
+        last = top.end_lineno or top.lineno
+        if any(other is not top and other.lineno == last for other in tree.body):
+            raise ApplyError(f"line {last} holds more than one statement")
+        if isinstance(top, ast.ClassDef) and all(isinstance(e, InsertMembers) and e.class_path == (top.name,) for e in piece_edits):
+            new_piece = _insert_members_by_excerpt(path, lines, top, piece_edits, cache)  # type: ignore[arg-type]
+            if new_piece is not None:
+                lines[first - 1 : last] = [new_piece]
+                continue
+        piece_text = "".join(lines[first - 1 : last])
+        key = (path, first, piece_text)
+        parsed = cache.get(key) if cache is not None else None
+        if parsed is None:
+            parsed = ParsedFile.parse(piece_text, line_offset=first - 1)
+            if cache is not None:
+                cache[key] = parsed
+        lines[first - 1 : last] = [_apply_to_piece(parsed, piece_edits)]
+    return "".join(lines)
+
+
+def _first_line(stmt: ast.stmt) -> int:
+    return min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+
+
+def _insert_members_by_excerpt(
+    path: str, lines: list[str], cls: ast.ClassDef, edits: list[InsertMembers], cache: PieceCache | None
+) -> str | None:
+    """Members added to a module-level class without parsing the whole class: libcst parses
+    an excerpt made of the class header and the member to insert after, and the code it adds
+    after that member is spliced into the original text. None when the excerpt does not work
+    out (the caller then parses the whole class)."""
+    first, last = _first_line(cls), cls.end_lineno or cls.lineno
+    header = lines[first - 1 : _first_line(cls.body[0]) - 1]
+    spacing = _text_spacing(cls, lines)
+    groups: dict[str | None, list[InsertMembers]] = {}
+    for edit in sorted(edits, key=edit_sort_key):
+        groups.setdefault(edit.after, []).append(edit)
+    insertions: list[tuple[int, str]] = []
+    for after, group in groups.items():
+        anchor: ast.stmt | None = cls.body[-1] if after is None else own_method(cls, after)
+        if anchor is None or anchor.end_lineno is None:
+            return None
+        excerpt = "".join([*header, *lines[_first_line(anchor) - 1 : anchor.end_lineno]])
+        key = (path, -_first_line(anchor), excerpt)
+        parsed = cache.get(key) if cache is not None else None
+        if parsed is None:
+            try:
+                parsed = ParsedFile.parse(excerpt)
+            except ApplyError:
+                return None
+            if cache is not None:
+                cache[key] = parsed
+        # In the excerpt the anchor is the class's last statement: insert at the end.
+        at_end = [InsertMembers(e.path, e.class_path, None, e.source, e.name, e.order) for e in group]
+        new_excerpt = _apply_to_piece(parsed, at_end, spacing)
+        if not new_excerpt.startswith(excerpt):
+            return None
+        insertions.append((anchor.end_lineno, new_excerpt[len(excerpt) :]))
+    piece = lines[first - 1 : last]
+    for end_line, added in sorted(insertions, reverse=True):
+        position = end_line - first + 1
+        piece[position:position] = [added]
+    return "".join(piece)
+
+
+def _text_spacing(cls: ast.ClassDef, lines: list[str]) -> int:
+    """Blank lines the class puts before its methods, read from the text (1 unless it
+    consistently uses more); the same rule as :func:`_member_spacing`."""
+    counts: Counter[int] = Counter()
+    for previous, stmt in zip(cls.body, cls.body[1:], strict=False):
+        if not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) or previous.end_lineno is None:
+            continue
+        blank = 0
+        for line in lines[previous.end_lineno : _first_line(stmt) - 1]:
+            if line.strip():
+                break
+            blank += 1
+        counts[blank] += 1
+    if not counts:
+        return 1
+    return min(max(counts.most_common(1)[0][0], 1), 2)
+
+
+def _top_level_statement(tree: ast.Module, class_path: tuple[str, ...]) -> ast.stmt:
+    cls = find_class(tree, class_path)
+    if cls is None:
+        raise ApplyError(f"class `{'.'.join(class_path)}` is not defined exactly once")
+    for stmt in tree.body:
+        if stmt.lineno <= cls.lineno <= (stmt.end_lineno or stmt.lineno):
+            return stmt
+    raise ApplyError(f"class `{'.'.join(class_path)}` not found at module level")
+
+
+def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | None = None) -> str:
+    module = parsed.module
+    placement = _Placement()
+    for edit in sorted(edits, key=edit_sort_key):
+        cls = _find_class(module, edit.class_path)
+        placement.visit |= _path_ids(module, cls, _statement_container) | {id(cls), id(_block(cls))}
+        if isinstance(edit, InsertMembers):
+            nodes = _snippet(edit.source, module)
+            blank = [cst.EmptyLine(indent=False)] * (spacing or _member_spacing(cls))
+            nodes[0] = nodes[0].with_changes(leading_lines=[*blank, *nodes[0].leading_lines])
+            if edit.after is None:
+                placement.body_end[id(_block(cls))].extend(nodes)
+            else:
+                placement.after[id(_find_function(cls, edit.after))].extend(nodes)
+        elif isinstance(edit, InsertStatements):
+            fn = _find_function(cls, edit.function)
+            nodes = _snippet(edit.source, module)
+            if edit.anchor_line == 0:
+                owner: cst.CSTNode = fn
+            else:
+                owner = _find_statement(parsed, fn, edit.anchor_line, edit.anchor_kind)
+                placement.visit |= _path_ids(cls, owner, _statement_container)
+            placement.visit |= {id(fn), id(owner)}
+            if edit.where == BEFORE:
+                placement.before[id(owner)].extend(nodes)
+            elif edit.where == AFTER:
+                placement.after[id(owner)].extend(nodes)
+            elif edit.where == BODY_START:
+                placement.body_start[id(_block(owner))].extend(nodes)
+            elif edit.where == BODY_END:
+                placement.body_end[id(_block(owner))].extend(nodes)
+            else:
+                raise ApplyError(f"unknown insertion place {edit.where!r}")
+        elif isinstance(edit, AddKeyword):
+            fn = _find_function(cls, edit.function)
+            call = _find_call(parsed, fn, edit.line, edit.func)
+            placement.keywords[id(call)].append((edit.keyword, edit.value))
+            placement.visit |= _path_ids(cls, call, lambda node: True)
+    return module.visit(_Inserter(placement)).code
+
+
+# ---- locating nodes --------------------------------------------------------------------------
+def _compound_bodies(stmt: cst.CSTNode) -> Iterator[Sequence[cst.BaseStatement]]:
+    """Statement lists directly inside a compound statement (not a def or class); an ``elif``
+    counts as a list holding one ``if``, as in the ``ast``."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.SimpleStatementLine)):
+        return
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+    for part in [*(getattr(stmt, "handlers", ()) or ()), *(getattr(stmt, "cases", ()) or ())]:
+        if isinstance(part.body, cst.IndentedBlock):
+            yield part.body.body
+    orelse = getattr(stmt, "orelse", None)
+    if isinstance(orelse, cst.If):
+        yield [orelse]
+    elif isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
+        yield orelse.body.body
+    final = getattr(stmt, "finalbody", None)
+    if isinstance(final, cst.Finally) and isinstance(final.body, cst.IndentedBlock):
+        yield final.body.body
+
+
+def _walk_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStatement]:
+    for stmt in body:
+        yield stmt
+        for inner in _compound_bodies(stmt):
+            yield from _walk_statements(inner)
+
+
+def _find_class(module: cst.Module, class_path: tuple[str, ...]) -> cst.ClassDef:
+    found = [s for s in _walk_statements(module.body) if isinstance(s, cst.ClassDef) and s.name.value == class_path[0]]
+    for part in class_path[1:]:
+        found = [s for cls in found for s in _block(cls).body if isinstance(s, cst.ClassDef) and s.name.value == part]
+    name = ".".join(class_path)
+    if not found:
+        raise ApplyError(f"class `{name}` not found")
+    if len(found) > 1:
+        raise ApplyError(f"class `{name}` is defined {len(found)} times")
+    return found[0]
+
+
+def _block(node: cst.CSTNode) -> cst.IndentedBlock:
+    body = getattr(node, "body", None)
+    if not isinstance(body, cst.IndentedBlock):
+        raise ApplyError("the body is written on one line; cannot insert into it")
+    return body
+
+
+def _find_function(cls: cst.ClassDef, name: str) -> cst.FunctionDef:
+    found = [s for s in _block(cls).body if isinstance(s, cst.FunctionDef) and s.name.value == name]
+    if not found:
+        raise ApplyError(f"`{cls.name.value}.{name}` not found")
+    return found[-1]
+
+
+_KINDS: dict[str, type[cst.CSTNode]] = {"Assign": cst.Assign, "Return": cst.Return, "Expr": cst.Expr}
+
+
+def _is_kind(stmt: cst.BaseStatement, kind: str) -> bool:
+    """Whether a libcst statement is the ``ast`` statement of that kind (alone on its line)."""
+    if kind == "For":
+        return isinstance(stmt, cst.For)
+    simple = isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+    return kind in _KINDS and simple and isinstance(stmt.body[0], _KINDS[kind])  # type: ignore[attr-defined]
+
+
+def _find_statement(parsed: ParsedFile, fn: cst.FunctionDef, line: int, kind: str) -> cst.BaseStatement:
+    positions = parsed.positions()
+    line -= parsed.line_offset
+    hits: list[cst.BaseStatement] = []
+    for stmt in _walk_statements(_block(fn).body):
+        if positions[stmt].start.line != line:
+            continue
+        if _is_kind(stmt, kind):
+            hits.append(stmt)
+    if len(hits) != 1:
+        raise ApplyError(f"no single `{kind}` statement on line {line + parsed.line_offset} of `{fn.name.value}`")
+    return hits[0]
+
+
+def _find_call(parsed: ParsedFile, fn: cst.FunctionDef, line: int, func: str) -> cst.Call:
+    positions = parsed.positions()
+    module = parsed.module
+    line -= parsed.line_offset
+    hits: list[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            if positions[node].start.line == line and re.sub(r"\s", "", module.code_for_node(node.func)) == func:
+                hits.append(node)
+
+    fn.body.visit(_Calls())
+    if len(hits) != 1:
+        raise ApplyError(f"no single call of `{func}` on line {line + parsed.line_offset} of `{fn.name.value}`")
+    return hits[0]
+
+
+# ---- building inserted nodes -----------------------------------------------------------------
+def _restyle(source: str, indent: str, newline: str) -> str:
+    """Template text (4-space indents, LF) in the file's own indent unit and line ending."""
+    lines = []
+    for line in source.splitlines():
+        stripped = line.lstrip(" ")
+        depth = (len(line) - len(stripped)) // 4
+        rest = line[depth * 4 :]
+        lines.append(indent * depth + rest if stripped else "")
+    return newline.join(lines) + newline
+
+
+Statement = cst.SimpleStatementLine | cst.BaseCompoundStatement
+
+
+def _snippet(source: str, module: cst.Module) -> list[Statement]:
+    text = _restyle(source, module.default_indent, module.default_newline)
+    parsed = cst.parse_module(text, config=module.config_for_parsing)
+    body: list[Statement] = list(parsed.body)
+    if not body:
+        raise ApplyError("empty template")
+    if parsed.header:
+        body[0] = body[0].with_changes(leading_lines=[*parsed.header, *body[0].leading_lines])
+    return body
+
+
+def _member_spacing(cls: cst.ClassDef) -> int:
+    """Blank lines the class puts before its methods (1 unless it consistently uses more)."""
+    counts: Counter[int] = Counter()
+    for stmt in _block(cls).body[1:]:
+        if isinstance(stmt, cst.FunctionDef):
+            blank = 0
+            for line in stmt.leading_lines:
+                if line.comment is not None:
+                    break
+                blank += 1
+            counts[blank] += 1
+    if not counts:
+        return 1
+    return min(max(counts.most_common(1)[0][0], 1), 2)
+
+
+# ---- the transformer ---------------------------------------------------------------------------
+@dataclass
+class _Placement:
+    before: defaultdict[int, list[Statement]] = field(default_factory=lambda: defaultdict(list))
+    after: defaultdict[int, list[Statement]] = field(default_factory=lambda: defaultdict(list))
+    body_start: defaultdict[int, list[Statement]] = field(default_factory=lambda: defaultdict(list))
+    body_end: defaultdict[int, list[Statement]] = field(default_factory=lambda: defaultdict(list))
+    keywords: defaultdict[int, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
+    # Nodes whose children the transformer enters: the ancestors of everything edited (the rest
+    # of a class is never walked, which keeps the cost near the size of the edit).
+    visit: set[int] = field(default_factory=set)
+
+
+_CONTAINERS = (
+    cst.Module, cst.IndentedBlock, cst.ClassDef, cst.FunctionDef, cst.If, cst.Else, cst.For, cst.While,
+    cst.Try, cst.ExceptHandler, cst.Finally, cst.With,
+)
+
+
+def _statement_container(node: cst.CSTNode) -> bool:
+    return isinstance(node, _CONTAINERS) or type(node).__name__ in ("TryStar", "ExceptStarHandler", "Match", "MatchCase")
+
+
+def _path_ids(root: cst.CSTNode, target: cst.CSTNode, descend: Callable[[cst.CSTNode], bool]) -> set[int]:
+    """Ids of the nodes from ``root`` down to ``target`` (target excluded), entering only the
+    nodes ``descend`` accepts."""
+    stack: list[tuple[cst.CSTNode, tuple[int, ...]]] = [(root, ())]
+    while stack:
+        node, path = stack.pop()
+        if node is target:
+            return set(path)
+        if node is not root and not descend(node):
+            continue
+        for child in node.children:
+            stack.append((child, (*path, id(node))))
+    raise ApplyError("an edited node is not where it was found")
+
+
+def _split_leading(lines: Sequence[cst.EmptyLine]) -> tuple[list[cst.EmptyLine], list[cst.EmptyLine]]:
+    """Blank lines before the first comment, and the rest (comments stay with their statement)."""
+    blank: list[cst.EmptyLine] = []
+    for index, line in enumerate(lines):
+        if line.comment is not None:
+            return blank, list(lines[index:])
+        blank.append(line)
+    return blank, []
+
+
+class _Inserter(cst.CSTTransformer):
+    def __init__(self, placement: _Placement) -> None:
+        super().__init__()
+        self.placement = placement
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return id(node) in self.placement.visit
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock) -> cst.IndentedBlock:
+        p = self.placement
+        key = id(original_node)
+        body: list[cst.BaseStatement] = list(p.body_start.get(key, ()))
+        for old, new in zip(original_node.body, updated_node.body, strict=True):
+            assert isinstance(new, (cst.SimpleStatementLine, cst.BaseCompoundStatement))
+            before = list(p.before.get(id(old), ()))
+            if before:
+                blank, rest = _split_leading(new.leading_lines)
+                before[0] = before[0].with_changes(leading_lines=[*blank, *before[0].leading_lines])
+                new = new.with_changes(leading_lines=rest)
+            body += before
+            body.append(new)
+            body += p.after.get(id(old), ())
+        body += p.body_end.get(key, ())
+        if len(body) == len(updated_node.body):
+            return updated_node
+        return updated_node.with_changes(body=body)
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.Call:
+        additions = self.placement.keywords.get(id(original_node))
+        if not additions:
+            return updated_node
+        args = list(updated_node.args)
+        for keyword, value in additions:
+            new_arg = cst.Arg(
+                value=cst.parse_expression(value),
+                keyword=cst.Name(keyword),
+                equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+            )
+            if not args:
+                args.append(new_arg)
+                continue
+            last = args[-1]
+            # The new argument takes over the last one's trailing comma and the whitespace before
+            # ")"; the last one gets the separator its neighbours use (", " or a line break).
+            separator = args[-2].comma if len(args) >= 2 and isinstance(args[-2].comma, cst.Comma) else cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))
+            new_arg = new_arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)
+            args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
+            args.append(new_arg)
+        return updated_node.with_changes(args=args)

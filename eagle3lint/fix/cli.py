@@ -1,0 +1,161 @@
+"""``eagle3lint fix``: show (default) or write the fixes the templates provide.
+
+Exit codes: 0 nothing left to fix, 1 findings remain, 2 usage/config/internal error (or a
+file that could not be analysed or written).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from eagle3lint.cli import (
+    EXIT_CLEAN,
+    EXIT_ERROR,
+    EXIT_FINDINGS,
+    _split_codes,
+    config_option,
+    engine_options,
+    resolve_engine,
+)
+from eagle3lint.errors import UsageError
+from eagle3lint.report.paths import display_path
+from eagle3lint.verify.cli import optional_verify_run_options
+
+if TYPE_CHECKING:
+    from eagle3lint.fix.planner import PlannedFix
+
+
+def _plural(count: int, word: str) -> str:
+    if count == 1:
+        return f"{count} {word}"
+    return f"{count} {word}{'es' if word.endswith(('x', 's')) else 's'}"
+
+
+@click.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@engine_options
+@click.option("--apply", "apply_fixes", is_flag=True, help="Write the fixes (default: print them as a unified diff).")
+@click.option("--unsafe-fixes", is_flag=True, help="Also include unsafe fixes (they change `forward` or guess a name).")
+@click.option("--select", multiple=True, help="Rule codes or prefixes to fix (comma-separated).")
+@click.option("--ignore", multiple=True, help="Rule codes or prefixes to leave alone (comma-separated).")
+@config_option
+@click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option("--verify", "then_verify", is_flag=True, help="After --apply, launch the patched engine with EAGLE-3 and report (see `eagle3lint verify`).")
+@optional_verify_run_options
+def fix(
+    paths: tuple[Path, ...],
+    engine: str | None,
+    engine_root: Path | None,
+    release: str | None,
+    apply_fixes: bool,
+    unsafe_fixes: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    config_file: Path | None,
+    no_cache: bool,
+    then_verify: bool,
+    **verify_values: Any,
+) -> None:
+    """Fix findings from templates: print a unified diff (dry run), or write with --apply.
+
+    With --apply --verify, the patched engine is then launched with EAGLE-3 (the options of
+    `eagle3lint verify`), and the exit code is verify's unless fixing itself failed."""
+    from eagle3lint.config import load_settings
+    from eagle3lint.file_scope import engine_files, is_file_list
+
+    if then_verify and not apply_fixes:
+        raise UsageError("--verify runs the patched engine: it needs --apply")
+    if then_verify and not (verify_values.get("model_path") and verify_values.get("draft_model_path")):
+        raise UsageError("--verify needs --model-path and --draft-model-path")
+    settings = load_settings(config_file)
+    unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
+    if not release and is_file_list(paths) and not then_verify:
+        # The pre-commit hook passes the changed files: only engine files are ours.
+        extra = [p for o in settings.engines.values() for p in o.extra_models]
+        paths = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
+        if not paths:
+            sys.exit(EXIT_CLEAN)
+    from eagle3lint.checks import REGISTRY
+    from eagle3lint.fix.diff import diff_base, diff_label, unified_diff
+    from eagle3lint.fix.planner import DISPLAY_ONLY, UNSAFE
+    from eagle3lint.fix.session import prepare_fixes, write_changes
+    from eagle3lint.runner import run_check
+
+    selected, ignored = _split_codes(select), _split_codes(ignore)
+    for code in [*selected, *ignored]:
+        if code != "ALL" and not any(r.code.startswith(code) for r in REGISTRY):
+            raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
+    if apply_fixes and release:
+        raise UsageError("--apply would edit the cached copy of the release; copy the tree and give its path instead")
+    found, scope = resolve_engine(
+        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release
+    )
+    result = run_check(
+        found, scope, select=selected or None, ignore=ignored or None, settings=settings, use_cache=not no_cache
+    )
+    for error in result.errors:
+        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    outcome = prepare_fixes(result, scope, selected or None, ignored or None, unsafe_fixes=unsafe_fixes)
+
+    status = EXIT_ERROR if result.errors else EXIT_CLEAN
+    for rejection in outcome.rejections:
+        f = rejection.fix.finding
+        click.echo(f"{display_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
+    fixed = len(outcome.accepted)
+    files = _plural(len(outcome.changes), "file")
+    if apply_fixes:
+        problems = write_changes(outcome)
+        for path, problem in problems.items():
+            if problem:
+                click.echo(f"{display_path(path)}: not written: {problem}", err=True)
+                status = EXIT_ERROR
+        written = [p for p, problem in problems.items() if problem is None]
+        if written:
+            fixed = sum(1 for plan in outcome.accepted if plan.paths <= set(written))
+            click.echo(f"Fixed {_plural(fixed, 'finding')} in {_plural(len(written), 'file')}.", err=True)
+        remaining = outcome.remaining if all(p is None for p in problems.values()) else result.findings
+    else:
+        for path, change in sorted(outcome.changes.items()):
+            sys.stdout.write(unified_diff(change.source.text, change.new_text, diff_label(path, found.source_root)))
+        if outcome.changes:
+            bases = {diff_base(p, found.source_root) for p in outcome.changes}
+            where = "" if bases == {Path.cwd().resolve()} else f"; paths are relative to {', '.join(str(b) for b in sorted(bases))}"
+            click.echo(f"Would fix {_plural(fixed, 'finding')} in {files} (dry run: --apply writes them{where}).", err=True)
+        remaining = result.findings
+    _summarise_rest(outcome.plans, outcome.accepted, unsafe_fixes, UNSAFE, DISPLAY_ONLY, "applied" if apply_fixes else "shown")
+    if remaining:
+        click.echo(f"{_plural(len(remaining), 'finding')} remain{'s' if len(remaining) == 1 else ''}.", err=True)
+        status = max(status, EXIT_FINDINGS)
+    if then_verify and status != EXIT_ERROR:
+        status = _verify_patched(found.name, found.root, verify_values)
+    sys.exit(status)
+
+
+def _verify_patched(engine: str, engine_root: Path, values: dict[str, Any]) -> int:
+    """Launch the tree just patched (first on PYTHONPATH) with EAGLE-3 and report."""
+    from eagle3lint.verify.cli import options_from_click
+    from eagle3lint.verify.report import write_human
+    from eagle3lint.verify.run import run_verify
+    from eagle3lint.verify.wait import TerminalProgress
+
+    click.echo(f"Verifying the patched {engine} tree at {engine_root} ...", err=True)
+    options = options_from_click(engine, engine_root, "human", **values)
+    report = run_verify(options, TerminalProgress(sys.stderr))
+    write_human(report, sys.stdout)
+    return int(report.exit_code)
+
+
+def _summarise_rest(plans: list[PlannedFix], accepted: list[PlannedFix], unsafe_fixes: bool, unsafe: str, display_only: str, verb: str) -> None:
+    taken = {id(p) for p in accepted}
+    counts = Counter(p.applicability for p in plans if id(p) not in taken)
+    if counts[unsafe] and not unsafe_fixes:
+        click.echo(f"{_plural(counts[unsafe], 'unsafe fix')} not {verb} (add --unsafe-fixes).", err=True)
+    if counts[display_only]:
+        count = counts[display_only]
+        has = "has only a suggestion" if count == 1 else "have only suggestions"
+        click.echo(f"{_plural(count, 'finding')} {has} to apply by hand (see `eagle3lint check --format json`).", err=True)

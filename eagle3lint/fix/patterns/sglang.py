@@ -1,0 +1,426 @@
+"""SGLang fix patterns: wrapper delegation, leaf embed/head, leaf capture."""
+
+from __future__ import annotations
+
+import ast
+import re
+
+from eagle3lint.findings import Finding
+from eagle3lint.fix.edits import (
+    AFTER,
+    BEFORE,
+    BODY_END,
+    BODY_START,
+    AddKeyword,
+    Edit,
+    InsertStatements,
+)
+from eagle3lint.fix.locate import (
+    alone_on_its_line,
+    dotted_text,
+    find_class,
+    nodes_outside_nested_scopes,
+    own_method,
+    statements,
+)
+from eagle3lint.fix.planner import (
+    DISPLAY_ONLY,
+    SAFE,
+    UNSAFE,
+    FixEnv,
+    FixPattern,
+    PlannedFix,
+    class_path,
+    forwarded_call_problem,
+    member_edits,
+    register,
+)
+from eagle3lint.fix.templates import TemplateSet
+from eagle3lint.fix.texts import SourceFile
+from eagle3lint.index import ClassRef, External, ProjectIndex
+from eagle3lint.models import ModelClass
+
+_PRESENT = ("present", "delegated")
+
+
+def _module_binds(env: FixEnv, module: str, name: str, qualified: str) -> bool:
+    summary = env.index.module(module)
+    return summary is not None and summary.imports.get(name) == qualified
+
+
+def _single_class(index: ProjectIndex, ref: ClassRef, attr: str) -> ClassRef | None:
+    """The one engine class ``self.<attr>`` holds, or None when it is unknown or ambiguous."""
+    held = index.attribute_classes(ref, attr)
+    classes = {h for h in held if isinstance(h, ClassRef)}
+    if len(classes) != 1 or len(classes) != len(set(held)):
+        return None
+    return classes.pop()
+
+
+@register
+class WrapperDelegation(FixPattern):
+    engine = "sglang"
+    name = "wrapper-delegation"
+    codes = ("E3L004",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        model = env.model_for(finding)
+        template = env.template(self.name)
+        if model is None or template is None:
+            return None
+        state = env.ctx.state(model.ref, finding.method)
+        inner, delegate = state.inner_class, state.inner_attr
+        if inner is None or delegate is None:
+            return None
+        variables = {"member": finding.method, "delegate": delegate, "inner_class": inner.qualname}
+        description = template.describe(variables)
+        if state.lookup.status != "missing":
+            # The wrapper forwards already, to a class that lacks the member: the gap is there.
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, f"implement `{finding.method}` in `{inner.qualname}`",
+                              note=f"`{model.summary.name}` already forwards it to `self.{delegate}`")
+        members = [finding.method, *self._companions(env, model, inner, finding.method)]
+
+        def render(member: str) -> str | None:
+            return template.render(member, {**variables, "member": member}, fallback=True)
+
+        edits, problems = member_edits(env, model, members, render)
+        for edit in edits:
+            source = getattr(edit, "source", "")
+            problem = forwarded_call_problem(env, source, delegate, getattr(edit, "name", ""), inner)
+            if problem:
+                problems.append(problem)
+        if len(members) > 1:
+            description += f", with {', '.join(f'`{m}`' for m in members[1:])}"
+        if problems:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
+        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+
+    @staticmethod
+    def _companions(env: FixEnv, model: ModelClass, inner: ClassRef, member: str) -> list[str]:
+        spec = env.pack.members.get(member)
+        out = []
+        for companion in spec.companions if spec else ():
+            if env.index.lookup(model.ref, companion).status != "missing":
+                continue
+            if env.ctx.state(inner, companion).status in _PRESENT:
+                out.append(companion)
+        return out
+
+
+def _construction_names(index: ProjectIndex, ref: ClassRef, attr: str) -> list[str] | None:
+    """Class names (or ``self.x.y`` aliases) ``self.<attr>`` is built from along the MRO."""
+    names: list[str] = []
+    for current in index.mro(ref).classes:
+        cls = index.class_summary(current)
+        entry = cls.instance_attrs.get(attr) if cls else None
+        if entry is None:
+            continue
+        if not entry.constructions:
+            return None
+        for construction in entry.constructions:
+            if construction.callee.startswith("self."):
+                names.append(construction.callee)
+                continue
+            resolved = index.resolve(current.module, construction.callee)
+            if isinstance(resolved, ClassRef):
+                names.append(resolved.qualname.rsplit(".", 1)[-1])
+            elif isinstance(resolved, External):
+                names.append(resolved.qualified.rsplit(".", 1)[-1])
+            else:
+                return None
+        break
+    return names or None
+
+
+@register
+class LeafEmbedHead(FixPattern):
+    engine = "sglang"
+    name = "leaf-embed-head"
+    codes = ("E3L001",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        model = env.model_for(finding)
+        if template is None or model is None or finding.method not in template.setting("members", []):
+            return None
+        decoder = template.setting("decoder_attribute", "model")
+        embedding = template.setting("embedding_attribute", "embed_tokens")
+        head = template.setting("head_attribute", "lm_head")
+        index = env.index
+        inner = _single_class(index, model.ref, decoder)
+        head_lookup = index.lookup(model.ref, head)
+        if inner is None or head_lookup.status != "found" or head_lookup.kind != "instance_attr":
+            return None
+        embed_lookup = index.lookup(inner, embedding)
+        if embed_lookup.status != "found" or embed_lookup.kind != "instance_attr":
+            return None
+        guesses = self._guesses(index, template, model.ref, inner, decoder, embedding, head)
+        members = [finding.method] + [
+            m for m in template.setting("members", []) if m != finding.method and index.lookup(model.ref, m).status == "missing"
+        ]
+        flags = frozenset({"torch"}) if _module_binds(env, model.ref.module, "torch", "torch") else frozenset()
+        variables = {"member": finding.method, "decoder": decoder, "embedding": embedding, "head": head}
+
+        def render(member: str) -> str | None:
+            return template.render(member, {**variables, "member": member}, flags)
+
+        edits, problems = member_edits(env, model, members, render)
+        description = template.describe(variables)
+        if len(members) > 1:
+            description += f", with {', '.join(f'`{m}`' for m in members[1:])}"
+        if problems:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
+        if guesses:
+            return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), "; ".join(guesses))
+        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+
+    @staticmethod
+    def _guesses(index: ProjectIndex, template: TemplateSet, ref: ClassRef, inner: ClassRef, decoder: str, embedding: str, head: str) -> list[str]:
+        embedding_classes = re.compile(template.setting("embedding_classes", "Embedding"))
+        head_classes = re.compile(template.setting("head_classes", "LMHead"))
+        guesses = []
+        embed_names = _construction_names(index, inner, embedding)
+        if embed_names is None or not all(embedding_classes.search(n) for n in embed_names):
+            guesses.append(f"`self.{decoder}.{embedding}` is not built from a known embedding class")
+        tied = f"self.{decoder}.{embedding}"
+        head_names = _construction_names(index, ref, head)
+        if head_names is None or not all(n == tied or head_classes.search(n) for n in head_names):
+            guesses.append(f"`self.{head}` is not built from a known LM-head class")
+        return guesses
+
+
+class _NotCommonShape(Exception):
+    """The model does not have the shape the leaf-capture template is written for."""
+
+
+@register
+class LeafCapture(FixPattern):
+    engine = "sglang"
+    name = "leaf-capture"
+    codes = ("E3L001",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        model = env.model_for(finding)
+        if template is None or model is None or finding.method not in template.setting("members", []):
+            return None
+        decoder = template.setting("decoder_attribute", "model")
+        flags = frozenset({"pp_group"}) if env.index.lookup(model.ref, "pp_group").status == "found" else frozenset()
+        setter_vars = {"decoder": decoder}
+        setter_edits, problems = member_edits(
+            env, model, [finding.method], lambda m: template.render(m, setter_vars, flags)
+        )
+        try:
+            body_edits, variables, notes = self._capture_edits(env, template, model)
+        except _NotCommonShape as exc:
+            description = f"add `{finding.method}`; the capture in the decoder loop must be written by hand"
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(setter_edits), str(exc))
+        description = template.describe(variables)
+        edits = tuple([*body_edits, *setter_edits])
+        if problems:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, "; ".join(problems))
+        applicability = template.applicability if template.applicability != SAFE else UNSAFE
+        return PlannedFix(finding, self.name, applicability, description, edits, "; ".join(notes))
+
+    # ---- the shape -------------------------------------------------------------------------
+    def _capture_edits(self, env: FixEnv, template: TemplateSet, model: ModelClass) -> tuple[list[Edit], dict[str, str], list[str]]:
+        index = env.index
+        settings = template.setting
+        decoder_attr = settings("decoder_attribute", "model")
+        aux = settings("aux_name", "aux_hidden_states")
+        flag = settings("capture_flag", "capture_aux_hidden_states")
+        capture_list = settings("capture_list", "layers_to_capture")
+        logits_call = settings("logits_call", "self.logits_processor")
+        keyword = settings("logits_keyword", "aux_hidden_states")
+        notes: list[str] = []
+
+        if index.lookup(model.ref, flag).status != "missing":
+            raise _NotCommonShape(f"`{model.summary.name}` already has `{flag}`: finish the capture by hand")
+        if index.lookup(model.ref, "config").status != "found":
+            raise _NotCommonShape(f"`{model.summary.name}` has no `self.config` to read the layer count from")
+        decoder = _single_class(index, model.ref, decoder_attr)
+        if decoder is None:
+            raise _NotCommonShape(f"the class of `self.{decoder_attr}` is not known statically")
+        decoder_module = index.module(decoder.module)
+        decoder_summary = index.class_summary(decoder)
+        if decoder_module is None or decoder_summary is None:
+            raise _NotCommonShape(f"cannot read the module of `{decoder.qualname}`")
+        # Cheap refusals first, from the summaries and the text, before any file is parsed.
+        for cls_name, methods in ((decoder.qualname, decoder_summary.methods), (model.summary.name, model.summary.methods)):
+            if "forward" not in methods or "__init__" not in methods:
+                raise _NotCommonShape(f"`{cls_name}` does not define its own `__init__` and `forward`")
+        loop_text = f"range({', '.join(settings('loop_range', []))})"
+        decoder_source = env.sources.get(decoder_module.path)
+        if capture_list not in decoder_summary.methods["forward"].self_reads and (
+            not isinstance(decoder_source, SourceFile) or loop_text not in decoder_source.text
+        ):
+            raise _NotCommonShape(f"`{decoder.qualname}.forward` has no `for i in {loop_text}` loop")
+        lm_cls = self._class_ast(env, model.ref)
+        dec_cls = self._class_ast(env, decoder)
+        edits: list[Edit] = []
+
+        # The decoder: a layers_to_capture list, the capture in the loop, the tuple return.
+        dec_forward = own_method(dec_cls, "forward")
+        dec_init = own_method(dec_cls, "__init__")
+        if dec_forward is None or dec_init is None:
+            raise _NotCommonShape(f"`{decoder.qualname}` does not define its own `__init__` and `forward`")
+        dec_path = (decoder_module.path, class_path(decoder))
+        captures_already = _reads_self_attr(dec_forward, capture_list)
+        hidden, residual = "hidden_states", "residual"
+        if not captures_already:
+            loop, loop_var, hidden, residual = self._decoder_loop(dec_forward, settings("loop_range", []), decoder)
+            if _uses_name(dec_forward, aux):
+                raise _NotCommonShape(f"`{decoder.qualname}.forward` already uses the name `{aux}`")
+            last = dec_forward.body[-1]
+            if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == hidden):
+                raise _NotCommonShape(f"`{decoder.qualname}.forward` does not end with `return {hidden}`")
+            loop_vars = {"loop_var": loop_var, "hidden": hidden, "residual": residual}
+            if not _assigns_self_attr(dec_init, capture_list):
+                edits.append(InsertStatements(*dec_path, "__init__", 0, "FunctionDef", BODY_END, _render(template, "decoder_init", loop_vars)))
+            edits += [
+                InsertStatements(*dec_path, "forward", loop.lineno, "For", BEFORE, _render(template, "loop_init", loop_vars)),
+                InsertStatements(*dec_path, "forward", loop.lineno, "For", BODY_START, _render(template, "loop_capture", loop_vars)),
+                InsertStatements(*dec_path, "forward", last.lineno, "Return", BEFORE, _render(template, "decoder_return", loop_vars)),
+            ]
+
+        # The causal LM: the flag, the unpacking, the hand-off to the logits processor.
+        lm_forward = own_method(lm_cls, "forward")
+        lm_init = own_method(lm_cls, "__init__")
+        if lm_forward is None or lm_init is None:
+            raise _NotCommonShape(f"`{model.summary.name}` does not define its own `__init__` and `forward`")
+        if _uses_name(lm_forward, aux):
+            raise _NotCommonShape(f"`{model.summary.name}.forward` already uses the name `{aux}`")
+        assign, lm_hidden = self._decoder_call(lm_forward, f"self.{decoder_attr}", model)
+        calls = self._logits_calls(lm_forward, logits_call, lm_hidden, keyword, model)
+        accepted = self._logits_accepts(env, model.ref, logits_call, keyword)
+        if accepted is False:
+            raise _NotCommonShape(f"the logits processor's `forward` takes no `{keyword}`")
+        if accepted is None:
+            notes.append(f"could not confirm that `{logits_call}` accepts `{keyword}=`")
+        lm_path = (model.path, class_path(model.ref))
+        lm_vars = {"lm_hidden": lm_hidden}
+        edits += [
+            InsertStatements(*lm_path, "__init__", 0, "FunctionDef", BODY_END, _render(template, "lm_init", lm_vars)),
+            InsertStatements(*lm_path, "forward", assign.lineno, "Assign", AFTER, _render(template, "lm_unpack", lm_vars)),
+        ]
+        edits += [AddKeyword(*lm_path, "forward", call.lineno, logits_call, keyword, aux) for call in calls]
+        variables = {
+            "decoder": decoder_attr,
+            "decoder_class": decoder.qualname,
+            "hidden": hidden,
+            "residual": residual,
+            "member": "set_eagle3_layers_to_capture",
+        }
+        return edits, variables, notes
+
+    @staticmethod
+    def _class_ast(env: FixEnv, ref: ClassRef) -> ast.ClassDef:
+        module = env.index.module(ref.module)
+        source = env.sources.get(module.path) if module else None
+        if not isinstance(source, SourceFile):
+            raise _NotCommonShape(f"cannot read the file of `{ref.qualname}`")
+        summary = env.index.class_summary(ref)
+        cls = source.class_def(summary.name, summary.lineno, summary.end_lineno) if summary and "." not in ref.qualname else None
+        if cls is None:
+            cls = find_class(source.tree(), class_path(ref))
+        if cls is None:
+            raise _NotCommonShape(f"`{ref.qualname}` is not defined exactly once at module level")
+        return cls
+
+    @staticmethod
+    def _decoder_loop(forward: ast.FunctionDef | ast.AsyncFunctionDef, loop_range: list[str], decoder: ClassRef) -> tuple[ast.For, str, str, str]:
+        loops = [
+            (s, siblings)
+            for s, siblings in statements(forward.body)
+            if isinstance(s, ast.For)
+            and isinstance(s.target, ast.Name)
+            and isinstance(s.iter, ast.Call)
+            and dotted_text(s.iter.func) == "range"
+            and not s.iter.keywords
+            and [ast.unparse(a) for a in s.iter.args] == loop_range
+        ]
+        if len(loops) != 1:
+            raise _NotCommonShape(f"`{decoder.qualname}.forward` has no single `for i in range({', '.join(loop_range)})` loop")
+        loop, siblings = loops[0]
+        assert isinstance(loop, ast.For) and isinstance(loop.target, ast.Name)
+        layer_calls = [
+            s for s in loop.body
+            if isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Tuple)
+            and len(s.targets[0].elts) == 2
+            and all(isinstance(e, ast.Name) for e in s.targets[0].elts)
+            and isinstance(s.value, ast.Call)
+        ]
+        if len(layer_calls) != 1 or not alone_on_its_line(loop, siblings):
+            raise _NotCommonShape(f"the loop in `{decoder.qualname}.forward` has no single `hidden_states, residual = layer(...)`")
+        names = layer_calls[0].targets[0].elts  # type: ignore[attr-defined]
+        return loop, loop.target.id, names[0].id, names[1].id
+
+    @staticmethod
+    def _decoder_call(forward: ast.FunctionDef | ast.AsyncFunctionDef, callee: str, model: ModelClass) -> tuple[ast.Assign, str]:
+        hits = [
+            (s, siblings)
+            for s, siblings in statements(forward.body)
+            if isinstance(s, ast.Assign)
+            and len(s.targets) == 1
+            and isinstance(s.targets[0], ast.Name)
+            and isinstance(s.value, ast.Call)
+            and dotted_text(s.value.func) == callee
+        ]
+        if len(hits) != 1 or not alone_on_its_line(*hits[0]):
+            raise _NotCommonShape(f"`{model.summary.name}.forward` has no single `hidden_states = {callee}(...)`")
+        assign = hits[0][0]
+        assert isinstance(assign, ast.Assign) and isinstance(assign.targets[0], ast.Name)
+        return assign, assign.targets[0].id
+
+    @staticmethod
+    def _logits_calls(forward: ast.FunctionDef | ast.AsyncFunctionDef, logits_call: str, hidden: str, keyword: str, model: ModelClass) -> list[ast.Call]:
+        calls = [n for n in nodes_outside_nested_scopes(forward) if isinstance(n, ast.Call) and dotted_text(n.func) == logits_call]
+        if not calls:
+            raise _NotCommonShape(f"`{model.summary.name}.forward` never calls `{logits_call}`")
+        for call in calls:
+            plain = not any(isinstance(a, ast.Starred) for a in call.args) and all(k.arg not in (None, keyword) for k in call.keywords)
+            if not plain or len(call.args) != 4 or not (isinstance(call.args[1], ast.Name) and call.args[1].id == hidden):
+                raise _NotCommonShape(f"`{logits_call}(...)` on line {call.lineno} is not called as `(input_ids, {hidden}, lm_head, batch)`")
+        if len({c.lineno for c in calls}) != len(calls):
+            raise _NotCommonShape(f"two `{logits_call}` calls share a line")
+        return calls
+
+    @staticmethod
+    def _logits_accepts(env: FixEnv, ref: ClassRef, logits_call: str, keyword: str) -> bool | None:
+        attr = logits_call.removeprefix("self.")
+        processor = _single_class(env.index, ref, attr)
+        if processor is None:
+            return None
+        forward = env.index.lookup(processor, "forward").function
+        if forward is None:
+            return None
+        params = forward.params
+        return keyword in params.positional or keyword in params.keyword_only or params.has_varkw
+
+
+def _render(template: TemplateSet, name: str, variables: dict[str, str]) -> str:
+    source = template.render(name, variables)
+    if source is None:
+        raise _NotCommonShape(f"{template.path.name} has no snippet {name!r}")
+    return source
+
+
+def _uses_name(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    return any(isinstance(n, ast.Name) and n.id == name for n in ast.walk(fn))
+
+
+def _self_attrs(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, ctx: type[ast.expr_context]) -> bool:
+    return any(
+        isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ctx) and dotted_text(n.value) == "self"
+        for n in ast.walk(fn)
+    )
+
+
+def _reads_self_attr(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
+    return _self_attrs(fn, attr, ast.Load)
+
+
+def _assigns_self_attr(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
+    return _self_attrs(fn, attr, ast.Store)

@@ -1,0 +1,259 @@
+"""Finding -> planned fix: which pattern fits, with which names, at which applicability.
+
+Patterns are small classes registered per engine (``patterns/sglang.py``, later
+``patterns/vllm.py``) under ``(engine, pattern name)``; each answers some rule codes and reads
+its template from ``rules/templates/<engine>/<pattern>.toml``. The planner only reads: the
+index, the contract, and each file's ``ast``; nothing here imports libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+from eagle3lint.checks.context import CheckContext
+from eagle3lint.contract import ContractSite
+from eagle3lint.findings import Finding
+from eagle3lint.fix.edits import Edit, InsertMembers
+from eagle3lint.fix.templates import TemplateSet, load_templates
+from eagle3lint.fix.texts import SourceSet
+from eagle3lint.index import ClassRef, ProjectIndex
+from eagle3lint.models import ModelClass, in_scope
+from eagle3lint.rulepack import RulePack
+
+if TYPE_CHECKING:
+    from eagle3lint.runner import CheckResult
+
+SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
+
+
+@dataclass(frozen=True)
+class PlannedFix:
+    finding: Finding
+    pattern: str
+    applicability: str
+    description: str
+    edits: tuple[Edit, ...] = ()
+    # Why the fix is only displayed (or what the unsafe fix had to guess).
+    note: str = ""
+
+    @property
+    def paths(self) -> set[str]:
+        return {e.path for e in self.edits}
+
+    @property
+    def key(self) -> tuple[str, str, str]:
+        return finding_key(self.finding)
+
+    def full_description(self) -> str:
+        return f"{self.description} ({self.note})" if self.note else self.description
+
+
+def finding_key(finding: Finding) -> tuple[str, str, str]:
+    return (finding.code, finding.qualname, finding.method)
+
+
+def applies(applicability: str, unsafe_fixes: bool) -> bool:
+    return applicability == SAFE or (unsafe_fixes and applicability == UNSAFE)
+
+
+@dataclass
+class FixEnv:
+    """What a pattern sees: the check result, shared member analysis, and file texts."""
+
+    result: CheckResult
+    sources: SourceSet
+    scope: list[Path]
+    ctx: CheckContext = field(init=False)
+    templates: dict[str, TemplateSet] = field(init=False)
+    _models: dict[str, ModelClass] = field(init=False)
+
+    def __post_init__(self) -> None:
+        index = self.result.index
+        if index is None:
+            raise ValueError("the check result carries no project index")
+        self.ctx = CheckContext(index=index, contract=self.result.contract, models=self.result.models)
+        self.templates = load_templates(self.result.engine.name)
+        self._models = {}
+        for model in self.result.models:
+            self._models.setdefault(f"{model.ref.module}.{model.ref.qualname}", model)
+
+    @property
+    def index(self) -> ProjectIndex:
+        return self.ctx.index
+
+    @property
+    def pack(self) -> RulePack:
+        return self.result.engine.pack
+
+    def model_for(self, finding: Finding) -> ModelClass | None:
+        return self._models.get(finding.qualname)
+
+    def template(self, pattern: str) -> TemplateSet | None:
+        return self.templates.get(pattern)
+
+    def in_scope(self, path: str) -> bool:
+        return in_scope(path, self.scope)
+
+    def call_sites(self, member: str) -> list[ContractSite]:
+        contract = self.result.contract.members.get(member)
+        return [s for s in contract.sites if s.access == "call"] if contract else []
+
+    def interface_names(self) -> set[str]:
+        names: set[str] = set()
+        for spec in self.pack.members.values():
+            names.add(spec.name)
+            names.update(spec.companions)
+            names.update(spec.former_names)
+        return names
+
+    def member_order(self, name: str) -> int:
+        order = list(self.pack.members)
+        return order.index(name) if name in order else len(order)
+
+
+class FixPattern:
+    """One way of fixing some findings of one engine. Subclasses set the class variables and
+    implement :meth:`plan` (``None`` when the pattern does not recognise the situation)."""
+
+    engine: ClassVar[str]
+    name: ClassVar[str]
+    codes: ClassVar[tuple[str, ...]]
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        raise NotImplementedError
+
+
+REGISTRY: dict[tuple[str, str], type[FixPattern]] = {}
+
+
+def register(pattern: type[FixPattern]) -> type[FixPattern]:
+    key = (pattern.engine, pattern.name)
+    if key in REGISTRY:
+        raise ValueError(f"fix pattern {key} registered twice")
+    REGISTRY[key] = pattern
+    return pattern
+
+
+def patterns_for(engine: str, code: str) -> list[type[FixPattern]]:
+    import eagle3lint.fix.patterns  # noqa: F401  (registers the engines' patterns)
+
+    return [p for (e, _), p in REGISTRY.items() if e == engine and code in p.codes]
+
+
+def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[PlannedFix]:
+    """The first fitting pattern's plan for each finding (findings without one are skipped)."""
+    plans: list[PlannedFix] = []
+    engine = env.result.engine.name
+    for finding in env.result.findings if findings is None else findings:
+        for pattern in patterns_for(engine, finding.code):
+            try:
+                plan = pattern().plan(finding, env)
+            except (SyntaxError, ValueError, RecursionError, OSError) as exc:
+                # Odd input in one file must not cost the other fixes; the finding stays.
+                where = getattr(exc, "filename", None) or finding.path
+                plan = PlannedFix(finding, pattern.name, DISPLAY_ONLY, "no fix", note=f"{where}: {type(exc).__name__}: {exc}")
+            if plan is not None:
+                plans.append(_confine_to_scope(plan, env))
+                break
+    return plans
+
+
+def _confine_to_scope(plan: PlannedFix, env: FixEnv) -> PlannedFix:
+    """A fix that would edit a file outside the given PATHs is shown, never written."""
+    outside = sorted(p for p in plan.paths if not env.in_scope(p))
+    if not outside or plan.applicability == DISPLAY_ONLY:
+        return plan
+    names = ", ".join(Path(p).name for p in outside)
+    return PlannedFix(plan.finding, plan.pattern, DISPLAY_ONLY, plan.description, plan.edits, f"it would also edit {names}, outside the given paths")
+
+
+# ---- helpers the patterns share -------------------------------------------------------------
+def class_path(ref: ClassRef) -> tuple[str, ...]:
+    return tuple(ref.qualname.split("."))
+
+
+def member_anchor(env: FixEnv, ref: ClassRef) -> str | None:
+    """Insert after the last interface-related method the class itself defines, else at the end."""
+    cls = env.index.class_summary(ref)
+    if cls is None:
+        return None
+    related = env.interface_names()
+    own = [fn for name, fn in cls.methods.items() if name in related]
+    if not own:
+        return None
+    return max(own, key=lambda fn: fn.lineno).name
+
+
+def snippet_function(source: str) -> ast.FunctionDef | None:
+    tree = ast.parse(source)
+    fn = tree.body[0] if len(tree.body) == 1 else None
+    return fn if isinstance(fn, ast.FunctionDef) else None
+
+
+def signature_problem(source: str, sites: list[ContractSite]) -> str | None:
+    """Whether the rendered method accepts every call the engine makes (arity and keywords)."""
+    fn = snippet_function(source)
+    if fn is None:
+        return "the template does not render a single method"
+    args = fn.args
+    every_positional = [*args.posonlyargs, *args.args]
+    positional = every_positional[1:]  # self
+    required = len(positional) - len(args.defaults)
+    by_keyword = ({a.arg for a in args.args} - {every_positional[0].arg}) | {a.arg for a in args.kwonlyargs}
+    required_keyword_only = {a.arg for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is None}
+    for site in sites:
+        count = site.positional_args
+        if count < required or (args.vararg is None and count > len(positional)):
+            return f"the template's `{fn.name}` cannot take the {count} positional argument(s) of {site.path}:{site.line}"
+        for keyword in site.keyword_args:
+            if keyword not in by_keyword and args.kwarg is None:
+                return f"the template's `{fn.name}` has no parameter `{keyword}` used at {site.path}:{site.line}"
+        if required_keyword_only - set(site.keyword_args):
+            return f"the template's `{fn.name}` requires keyword arguments {site.path}:{site.line} does not pass"
+    return None
+
+
+def forwarded_call_problem(env: FixEnv, source: str, delegate: str, member: str, inner: ClassRef) -> str | None:
+    """Whether the inner method accepts the call the rendered body makes on ``self.<delegate>``."""
+    fn = snippet_function(source)
+    lookup = env.index.lookup(inner, member)
+    target = lookup.function
+    if fn is None or target is None or target.is_property:
+        return None
+    for node in ast.walk(fn):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute) or node.func.attr != member:
+            continue
+        holder = node.func.value
+        if not (isinstance(holder, ast.Attribute) and holder.attr == delegate):
+            continue
+        if any(isinstance(a, ast.Starred) for a in node.args) or any(k.arg is None for k in node.keywords):
+            return None
+        if not target.params.accepts_positional(len(node.args)):
+            return f"`{inner.qualname}.{member}{target.params.render()}` cannot take {len(node.args)} positional argument(s)"
+    return None
+
+
+def member_edits(
+    env: FixEnv,
+    model: ModelClass,
+    members: list[str],
+    render: Callable[[str], str | None],
+) -> tuple[list[Edit], list[str]]:
+    """``InsertMembers`` edits for ``members`` (rendered by ``render``), plus problems found."""
+    anchor = member_anchor(env, model.ref)
+    edits: list[Edit] = []
+    problems: list[str] = []
+    for member in members:
+        source = render(member)
+        if source is None:
+            problems.append(f"no template for `{member}`")
+            continue
+        problem = signature_problem(source, env.call_sites(member))
+        if problem:
+            problems.append(problem)
+        edits.append(InsertMembers(model.path, class_path(model.ref), anchor, source, member, env.member_order(member)))
+    return edits, problems

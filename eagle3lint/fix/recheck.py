@@ -1,0 +1,80 @@
+"""Re-checking the tree as it would be after the fixes, in memory: edited files are summarised
+from their new text, every other module is taken from the first run's index."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eagle3lint.findings import FileError
+from eagle3lint.index import ProjectIndex, SummaryProvider
+from eagle3lint.sources import ParseRequest, parse_module
+from eagle3lint.summary import ModuleSummary, summarize
+from eagle3lint.suppressions import scan_suppressions
+
+if TYPE_CHECKING:
+    from eagle3lint.runner import CheckResult
+
+
+def summarize_text(request: ParseRequest, text: str, tree: ast.Module | None = None) -> ModuleSummary | FileError:
+    if tree is None:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(text, filename=request.path)
+        except SyntaxError as exc:
+            return FileError(request.path, f"syntax error after fixing, at line {exc.lineno}: {exc.msg}")
+    summary = summarize(
+        tree,
+        module=request.module,
+        path=request.path,
+        is_package=request.is_package,
+        walk_names=request.walk_names,
+        line_count=text.count("\n") + 1,
+    )
+    summary.suppressions = scan_suppressions(text)
+    return summary
+
+
+def overlay_provider(
+    previous: ProjectIndex, changed: dict[str, str], earlier: dict[str, str], trees: dict[str, ast.Module] | None = None
+) -> SummaryProvider:
+    """Summaries of ``changed`` texts; the previous index's summaries for everything else (they
+    already reflect ``earlier`` edits); ``earlier`` texts or the disk for modules it never read."""
+
+    def provide(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
+        out: list[ModuleSummary | FileError] = []
+        for request in requests:
+            if request.path in changed:
+                out.append(summarize_text(request, changed[request.path], (trees or {}).get(request.path)))
+                continue
+            known = previous.modules.get(request.module)
+            if known is not None:
+                out.append(known)
+            elif request.path in earlier:
+                out.append(summarize_text(request, earlier[request.path]))
+            else:
+                out.append(parse_module(request))
+        return out
+
+    return provide
+
+
+def recheck(
+    previous: CheckResult,
+    changed: dict[str, str],
+    earlier: dict[str, str],
+    scope: list[Path],
+    select: list[str] | None,
+    ignore: list[str] | None,
+    trees: dict[str, ast.Module] | None = None,
+) -> CheckResult:
+    """The check of the tree with ``changed`` on top of ``earlier`` edits (both path -> text)."""
+    from eagle3lint.runner import run_check
+
+    if previous.index is None:
+        raise ValueError("the check result carries no project index")
+    provider = overlay_provider(previous.index, changed, earlier, trees)
+    return run_check(previous.engine, scope, select=select, ignore=ignore, contract=previous.contract, provider=provider)

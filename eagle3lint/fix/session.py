@@ -1,0 +1,342 @@
+"""One fix run: plan, edit each file once with libcst, prove, and (when asked) write.
+
+Proof, per file then for the whole tree: the file-level proof (``proof.prove_file``); a re-check
+of the edited tree must no longer report the fixed findings nor any new one; planning again on
+the edited tree must produce no edit in the edited files (a second run changes nothing). A fix
+that fails a step is dropped with its reason and the rest is rebuilt without it; nothing of a
+file is written unless every fix touching it passed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.findings import Finding, Fix
+from eagle3lint.fix.diff import diff_label, unified_diff
+from eagle3lint.fix.edits import ApplyError, Edit, InsertMembers
+from eagle3lint.fix.planner import (
+    DISPLAY_ONLY,
+    FixEnv,
+    PlannedFix,
+    applies,
+    finding_key,
+    plan_fixes,
+)
+from eagle3lint.fix.proof import ProofError, prove_file
+from eagle3lint.fix.recheck import recheck
+from eagle3lint.fix.texts import SourceFile, SourceSet
+from eagle3lint.fix.write import WriteRefused, write_atomically
+from eagle3lint.runner import CheckResult
+
+# A fix can make another possible (a fixed inner model lets its wrapper delegate): passes
+# continue until planning on the fixed tree finds nothing more (which is the second-run proof).
+MAX_PASSES = 4
+# Within a pass, attempts after dropping the fixes that failed a proof.
+MAX_ROUNDS = 4
+
+
+@dataclass
+class FileChange:
+    path: str
+    source: SourceFile  # as read from disk (what the writer compares against)
+    new_text: str
+    fixes: list[PlannedFix]
+
+    def new_data(self) -> bytes:
+        return self.source.encode(self.new_text)
+
+
+@dataclass
+class Rejection:
+    fix: PlannedFix
+    reason: str
+
+
+@dataclass
+class FixOutcome:
+    result: CheckResult
+    plans: list[PlannedFix]
+    accepted: list[PlannedFix] = field(default_factory=list)
+    changes: dict[str, FileChange] = field(default_factory=dict)
+    rejections: list[Rejection] = field(default_factory=list)
+    after: CheckResult | None = None  # the re-check of the tree with every accepted change
+
+    @property
+    def remaining(self) -> list[Finding]:
+        return (self.after or self.result).findings
+
+
+@dataclass
+class _Pass:
+    texts: dict[str, str]
+    after: CheckResult
+    accepted: list[PlannedFix]
+
+
+def prepare_fixes(
+    result: CheckResult,
+    scope: list[Path],
+    select: list[str] | None = None,
+    ignore: list[str] | None = None,
+    unsafe_fixes: bool = False,
+    sources: SourceSet | None = None,
+) -> FixOutcome:
+    """Plan, edit and prove every applicable fix; nothing is written here."""
+    sources = sources or SourceSet()
+    plans = plan_fixes(FixEnv(result, sources, scope))
+    outcome = FixOutcome(result, plans)
+    cache: dict[Any, Any] = {}
+    texts: dict[str, str] = {}
+    current = result
+    accepted: list[PlannedFix] = []
+    for _ in range(MAX_PASSES):
+        candidates = _candidates(plans, outcome, unsafe_fixes)
+        if not candidates:
+            break
+        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, cache, outcome)
+        if step is None:
+            break
+        texts = {**texts, **step.texts}
+        current = step.after
+        accepted += step.accepted
+        plans = plan_fixes(FixEnv(current, sources.overlay(texts), scope))
+    else:
+        if _candidates(plans, outcome, unsafe_fixes):
+            # Still something to fix after the last pass: a second run would change files again.
+            for plan in accepted:
+                outcome.rejections.append(Rejection(plan, f"the fixes did not settle within {MAX_PASSES} passes"))
+            return outcome
+    outcome.accepted, outcome.after = accepted, (current if texts else None)
+    for path, text in sorted(texts.items()):
+        original = sources.get(path)
+        if isinstance(original, SourceFile) and text != original.text:
+            outcome.changes[path] = FileChange(path, original, text, [p for p in accepted if path in p.paths])
+    return outcome
+
+
+def _candidates(plans: list[PlannedFix], outcome: FixOutcome, unsafe_fixes: bool) -> list[PlannedFix]:
+    """Plans to try: with edits, applicable at the chosen level, not rejected before."""
+    rejected = {finding_key(r.fix.finding) for r in outcome.rejections}
+    return [p for p in plans if p.edits and applies(p.applicability, unsafe_fixes) and p.key not in rejected]
+
+
+def _one_pass(
+    before: CheckResult,
+    candidates: list[PlannedFix],
+    sources: SourceSet,
+    earlier: dict[str, str],
+    scope: list[Path],
+    select: list[str] | None,
+    ignore: list[str] | None,
+    cache: dict[Any, Any],
+    outcome: FixOutcome,
+) -> _Pass | None:
+    view = sources.overlay(earlier) if earlier else sources
+    for _ in range(MAX_ROUNDS):
+        trees: dict[str, ast.Module] = {}
+        changed, failed = _build_files(candidates, view, cache, trees)
+        if failed:
+            candidates = _drop(candidates, outcome, _reason_from_files(failed))
+            continue
+        if not changed:
+            return None
+        after = recheck(before, changed, earlier, scope, select, ignore, trees)
+        blame = _not_fixed(candidates, before, after)
+        if blame:
+            candidates = _drop(candidates, outcome, _reason_from_blame(blame))
+            continue
+        return _Pass(changed, after, candidates)
+    for plan in candidates:
+        outcome.rejections.append(Rejection(plan, f"no proven edit after {MAX_ROUNDS} attempts"))
+    return None
+
+
+def write_changes(outcome: FixOutcome) -> dict[str, str | None]:
+    """Write every proven file; the value is why a file was not written (None when it was)."""
+    written: dict[str, str | None] = {}
+    for path, change in sorted(outcome.changes.items()):
+        try:
+            write_atomically(path, change.new_data(), change.source.data)
+        except WriteRefused as exc:
+            written[path] = str(exc)
+        else:
+            written[path] = None
+    return written
+
+
+def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> None:
+    """Fill ``Finding.fix`` for every finding a pattern fits, each with its own diff."""
+    sources = SourceSet()
+    parsed: dict[Any, Any] = {}
+    env = FixEnv(result, sources, scope or [result.engine.root])
+    for plan in plan_fixes(env):
+        applicability, description, diff = plan.applicability, plan.full_description(), ""
+        if plan.edits:
+            try:
+                diff = render_diff(plan.edits, sources, parsed, result.engine.source_root)
+            except (ApplyError, ProofError, OSError) as exc:
+                applicability, description = DISPLAY_ONLY, f"{description} (cannot be rendered: {exc})"
+        plan.finding.fix = Fix(applicability, description, diff)
+
+
+def render_diff(edits: tuple[Edit, ...] | list[Edit], sources: SourceSet, parsed: dict[Any, Any], source_root: Path) -> str:
+    """The unified diff of one fix alone (for ``check --format json``). Not proven like a
+    written fix (that costs a full parse per finding); ``fix`` proves the same edits."""
+    from eagle3lint.fix.apply import apply_edits
+
+    out = []
+    for path, file_edits in _by_path(edits).items():
+        source = sources.get(path)
+        if not isinstance(source, SourceFile):
+            raise ApplyError(source.message)
+        try:
+            tree = source.tree()
+        except SyntaxError as exc:
+            raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+        new_text = apply_edits(source.path, source.text, tree, file_edits, parsed)
+        out.append(unified_diff(source.text, new_text, diff_label(path, source_root)))
+    return "".join(out)
+
+
+# ---- internals -------------------------------------------------------------------------------
+def _by_path(edits: tuple[Edit, ...] | list[Edit]) -> dict[str, list[Edit]]:
+    grouped: dict[str, list[Edit]] = {}
+    for edit in edits:
+        bucket = grouped.setdefault(edit.path, [])
+        if edit not in bucket:  # two fixes may need the same decoder edit
+            bucket.append(edit)
+    return dict(sorted(grouped.items()))
+
+
+def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any], trees: dict[str, ast.Module] | None = None) -> str:
+    # libcst is imported here, so a run with nothing to edit never loads it.
+    from eagle3lint.fix.apply import apply_edits
+
+    try:
+        tree = source.tree()
+    except SyntaxError as exc:
+        raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+    new_text = apply_edits(source.path, source.text, tree, edits, parsed)
+    new_tree = prove_file(source.path, source.text, tree, new_text, edits)
+    if trees is not None:
+        trees[source.path] = new_tree
+    return new_text
+
+
+def _build_files(
+    candidates: list[PlannedFix], sources: SourceSet, cache: dict[Any, Any], trees: dict[str, ast.Module]
+) -> tuple[dict[str, str], dict[str, str]]:
+    """New texts of the files the candidates edit, each proven (their ``ast`` into ``trees``);
+    and why the others failed."""
+    changed: dict[str, str] = {}
+    failed: dict[str, str] = {}
+    edits = [e for plan in candidates for e in plan.edits]
+    for path, file_edits in _by_path(edits).items():
+        source = sources.get(path)
+        if not isinstance(source, SourceFile):
+            failed[path] = source.message
+            continue
+        try:
+            new_text = _edit_file(source, file_edits, cache, trees)
+        except (ApplyError, ProofError) as exc:
+            failed[path] = str(exc)
+            continue
+        except (ValueError, RecursionError, MemoryError) as exc:  # libcst on input it cannot take
+            failed[path] = f"cannot be edited: {type(exc).__name__}: {exc}"
+            continue
+        if new_text != source.text:
+            changed[path] = new_text
+    return changed, failed
+
+
+def _without_conflicts(candidates: list[PlannedFix], outcome: FixOutcome) -> list[PlannedFix]:
+    """Two fixes adding the same member to the same class with different code: the first wins."""
+    seen: dict[tuple[str, tuple[str, ...], str], str] = {}
+    kept = []
+    for plan in candidates:
+        clash = None
+        for edit in plan.edits:
+            if isinstance(edit, InsertMembers):
+                key = (edit.path, edit.class_path, edit.name)
+                if seen.get(key, edit.source) != edit.source:
+                    clash = f"another fix adds a different `{edit.name}` to `{'.'.join(edit.class_path)}`"
+        if clash:
+            outcome.rejections.append(Rejection(plan, clash))
+            continue
+        for edit in plan.edits:
+            if isinstance(edit, InsertMembers):
+                seen.setdefault((edit.path, edit.class_path, edit.name), edit.source)
+        kept.append(plan)
+    return kept
+
+
+def _reason_from_files(failed: dict[str, str]) -> Callable[[PlannedFix], str | None]:
+    def reason(plan: PlannedFix) -> str | None:
+        return next((f"{Path(x).name}: {failed[x]}" for x in sorted(plan.paths) if x in failed), None)
+
+    return reason
+
+
+def _reason_from_blame(blame: dict[int, str]) -> Callable[[PlannedFix], str | None]:
+    return lambda plan: blame.get(id(plan))
+
+
+def _drop(candidates: list[PlannedFix], outcome: FixOutcome, reason_for: Callable[[PlannedFix], str | None]) -> list[PlannedFix]:
+    kept = []
+    for plan in candidates:
+        reason = reason_for(plan)
+        if reason:
+            outcome.rejections.append(Rejection(plan, reason))
+        else:
+            kept.append(plan)
+    return kept
+
+
+def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckResult) -> dict[int, str]:
+    """Fixes whose finding the re-check still reports, or that brought a new finding.
+
+    A finding is new when its class and member had no finding before: a wrapper whose inner
+    model got fixed moves from "missing" (E3L001) to "does not delegate" (E3L004), the same gap.
+    """
+    before_members = {(f.qualname, f.method) for f in before.findings}
+    after_keys = {finding_key(f) for f in after.findings}
+    blame: dict[int, str] = {}
+    for plan in candidates:
+        if plan.key in after_keys:
+            blame[id(plan)] = "the re-check of the fixed tree still reports it"
+    for finding in after.findings:
+        if (finding.qualname, finding.method) in before_members:
+            continue
+        involved = _files_behind(after, finding) | {finding.path}
+        culprits = [p for p in candidates if p.paths & involved] or candidates
+        for plan in culprits:
+            blame.setdefault(id(plan), f"the fixed tree has a new finding: {finding.code} `{finding.class_name}.{finding.method}`")
+    for error in after.errors:
+        if error.path not in {e.path for e in before.errors}:
+            for plan in candidates:
+                if error.path in plan.paths:
+                    blame.setdefault(id(plan), f"the fixed file cannot be analysed: {error.message}")
+    return blame
+
+
+def _files_behind(result: CheckResult, finding: Finding) -> set[str]:
+    """Files of the classes a finding's class is built from: its MRO and its inner models'."""
+    from eagle3lint.models import inner_models
+
+    index = result.index
+    model = next((m for m in result.models if f"{m.ref.module}.{m.ref.qualname}" == finding.qualname), None)
+    if index is None or model is None:
+        return set()
+    refs = list(index.mro(model.ref).classes)
+    for _, inner in inner_models(index, model.ref):
+        refs.extend(index.mro(inner).classes)
+    paths = set()
+    for ref in refs:
+        module = index.module(ref.module)
+        if module is not None:
+            paths.add(module.path)
+    return paths

@@ -1,0 +1,91 @@
+"""The text of every file the fixer reads, as read: bytes, encoding, text, and its ``ast``.
+
+The bytes are kept so the writer can refuse a file that changed on disk since it was read.
+``overlay`` gives a view where some files have new text (the second run of the proof).
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+import warnings
+from dataclasses import dataclass, field
+
+from eagle3lint.findings import FileError
+from eagle3lint.sources import read_source
+
+
+@dataclass
+class SourceFile:
+    path: str
+    data: bytes  # exactly as read (what the writer compares against)
+    encoding: str
+    text: str
+    _tree: ast.Module | None = field(default=None, repr=False)
+
+    def tree(self) -> ast.Module:
+        if self._tree is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")  # invalid escapes in engine code are not ours
+                self._tree = ast.parse(self.text, filename=self.path)
+        return self._tree
+
+    def class_def(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
+        """The module-level ``class`` statement on these lines, parsed alone (a class is a
+        small part of a model file); None when it cannot be parsed on its own."""
+        from eagle3lint.fix.diff import split_lines
+
+        lines = split_lines(self.text)[lineno - 1 : end_lineno]
+        if not lines or not lines[0].startswith("class "):
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                piece = ast.parse("".join(lines), filename=self.path)
+        except SyntaxError:
+            return None
+        node = piece.body[0] if len(piece.body) == 1 else None
+        if not isinstance(node, ast.ClassDef) or node.name != name:
+            return None
+        ast.increment_lineno(piece, lineno - 1)
+        return node
+
+    def encode(self, text: str) -> bytes:
+        return text.encode(self.encoding)
+
+
+def decode(path: str, data: bytes) -> SourceFile | FileError:
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return FileError(path, f"bad encoding declaration: {exc}")
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        return FileError(path, f"cannot be decoded as {encoding}: {exc}")
+    return SourceFile(path, data, encoding, text)
+
+
+class SourceSet:
+    def __init__(self, base: SourceSet | None = None, overrides: dict[str, str] | None = None) -> None:
+        self._files: dict[str, SourceFile | FileError] = {}
+        self._base = base
+        for path, text in (overrides or {}).items():
+            original = base.get(path) if base else None
+            encoding = original.encoding if isinstance(original, SourceFile) else "utf-8"
+            self._files[path] = SourceFile(path, text.encode(encoding), encoding, text)
+
+    def get(self, path: str) -> SourceFile | FileError:
+        found = self._files.get(path)
+        if found is None:
+            if self._base is not None:
+                found = self._base.get(path)
+            else:
+                data = read_source(path)
+                found = data if isinstance(data, FileError) else decode(path, data)
+            self._files[path] = found
+        return found
+
+    def overlay(self, texts: dict[str, str]) -> SourceSet:
+        return SourceSet(base=self, overrides=texts)

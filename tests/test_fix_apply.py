@@ -1,0 +1,200 @@
+"""libcst edits and the proof that checks them, on small sources."""
+
+from __future__ import annotations
+
+import ast
+import textwrap
+
+import pytest
+
+from eagle3lint.fix.apply import apply_edits
+from eagle3lint.fix.edits import (
+    AFTER,
+    BEFORE,
+    BODY_END,
+    BODY_START,
+    AddKeyword,
+    ApplyError,
+    InsertMembers,
+    InsertStatements,
+)
+from eagle3lint.fix.proof import ProofError, prove_file, style_problem
+
+METHOD = "def get_embed_and_head(self):\n    return self.inner.get_embed_and_head()\n"
+
+
+def _apply(source: str, *edits: InsertMembers | InsertStatements | AddKeyword) -> str:
+    new = apply_edits("m.py", source, ast.parse(source), list(edits))
+    prove_file("m.py", source, ast.parse(source), new, list(edits))
+    return new
+
+
+def _members(after: str | None, source: str = METHOD, name: str = "get_embed_and_head") -> InsertMembers:
+    return InsertMembers("m.py", ("Wrapper",), after, source, name)
+
+
+def test_inserts_after_the_named_member_with_the_class_spacing() -> None:
+    source = textwrap.dedent('''\
+        class Wrapper:
+            def a(self):
+                return 'a'  # single quotes stay
+
+
+            def set_eagle3_layers_to_capture(self, layer_ids=None):
+                pass
+
+
+            def b(self):
+                pass
+    ''')
+    new = _apply(source, _members("set_eagle3_layers_to_capture"))
+    assert new == textwrap.dedent('''\
+        class Wrapper:
+            def a(self):
+                return 'a'  # single quotes stay
+
+
+            def set_eagle3_layers_to_capture(self, layer_ids=None):
+                pass
+
+
+            def get_embed_and_head(self):
+                return self.inner.get_embed_and_head()
+
+
+            def b(self):
+                pass
+    ''')
+
+
+def test_end_of_class_goes_before_trailing_comments_and_keeps_what_follows() -> None:
+    source = "import os\n\n\nclass Wrapper(Base):\n    x = 1\n    # trailing\n\n\nZ = 2  # after\n"
+    new = _apply(source, _members(None))
+    assert new == (
+        "import os\n\n\nclass Wrapper(Base):\n    x = 1\n\n"
+        "    def get_embed_and_head(self):\n        return self.inner.get_embed_and_head()\n"
+        "    # trailing\n\n\nZ = 2  # after\n"
+    )
+
+
+def test_nested_and_conditional_classes_are_found() -> None:
+    source = "if X:\n    class Wrapper:\n        pass\nelse:\n    class Wrapper:\n        pass\n"
+    with pytest.raises(ApplyError, match="exactly once"):
+        _apply(source, _members(None))
+    source = "class Outer:\n    class Wrapper:\n        pass\n"
+    nested = InsertMembers("m.py", ("Outer", "Wrapper"), None, METHOD, "get_embed_and_head")
+    assert "        def get_embed_and_head(self):\n            return self.inner" in _apply(source, nested)
+    source = "try:\n    import x\nexcept ImportError:\n    class Wrapper:\n        pass\n"
+    new = _apply(source, _members(None))
+    assert "        def get_embed_and_head(self):\n            return self.inner" in new
+
+
+def test_a_one_line_class_body_is_refused() -> None:
+    with pytest.raises(ApplyError, match="one line"):
+        _apply("class Wrapper: pass\n", _members(None))
+
+
+def test_file_without_final_newline() -> None:
+    source = "class Wrapper:\n    x = 1"
+    new = _apply(source, _members(None))
+    assert new.startswith("class Wrapper:\n    x = 1\n\n    def get_embed_and_head(self):\n")
+    ast.parse(new)
+
+
+@pytest.mark.parametrize(
+    ("call", "expected"),
+    [
+        ("f(a, b)", "f(a, b, aux=aux)"),
+        ("f(\n        a,\n        b,\n    )", "f(\n        a,\n        b,\n        aux=aux,\n    )"),
+        ("f(\n        a, b\n    )", "f(\n        a, b, aux=aux\n    )"),
+        ("f(\n        a,\n        b\n    )", "f(\n        a,\n        b,\n        aux=aux\n    )"),
+        ("f()", "f(aux=aux)"),
+    ],
+)
+def test_keyword_argument_follows_the_call_layout(call: str, expected: str) -> None:
+    source = f"class Wrapper:\n    def forward(self):\n        return {call}\n"
+    edit = AddKeyword("m.py", ("Wrapper",), "forward", 3, "f", "aux", "aux")
+    assert _apply(source, edit) == f"class Wrapper:\n    def forward(self):\n        return {expected}\n"
+
+
+def test_statements_before_after_and_in_bodies() -> None:
+    source = textwrap.dedent('''\
+        class Wrapper:
+            def __init__(self):
+                self.a = 1
+
+            def forward(self, x):
+                y = x
+
+                # comment stays with the loop
+                for i in range(3):
+                    y = y + i
+                return y
+    ''')
+    edits = [
+        InsertStatements("m.py", ("Wrapper",), "__init__", 0, "FunctionDef", BODY_END, "self.b = 2\n"),
+        InsertStatements("m.py", ("Wrapper",), "forward", 6, "Assign", AFTER, "z = 0\n"),
+        InsertStatements("m.py", ("Wrapper",), "forward", 9, "For", BEFORE, "acc = []\n"),
+        InsertStatements("m.py", ("Wrapper",), "forward", 9, "For", BODY_START, "acc.append(i)\n"),
+        InsertStatements("m.py", ("Wrapper",), "forward", 11, "Return", BEFORE, "if acc:\n    return y, acc\n"),
+        InsertStatements("m.py", ("Wrapper",), "forward", 0, "FunctionDef", BODY_START, "w = None\n"),
+    ]
+    assert _apply(source, *edits) == textwrap.dedent('''\
+        class Wrapper:
+            def __init__(self):
+                self.a = 1
+                self.b = 2
+
+            def forward(self, x):
+                w = None
+                y = x
+                z = 0
+
+                acc = []
+                # comment stays with the loop
+                for i in range(3):
+                    acc.append(i)
+                    y = y + i
+                if acc:
+                    return y, acc
+                return y
+    ''')
+
+
+def test_anchor_on_a_shared_line_is_refused() -> None:
+    source = "class Wrapper:\n    def forward(self):\n        y = 1; return y\n"
+    edit = InsertStatements("m.py", ("Wrapper",), "forward", 3, "Return", BEFORE, "pass\n")
+    with pytest.raises(ApplyError, match="no single `Return`"):
+        _apply(source, edit)
+
+
+def test_proof_rejects_anything_but_the_planned_insertion() -> None:
+    source = "class Wrapper:\n    x = 1\n\n\nY = 2\n"
+    edit = _members(None)
+    good = apply_edits("m.py", source, ast.parse(source), [edit])
+    prove_file("m.py", source, ast.parse(source), good, [edit])
+    with pytest.raises(ProofError, match="changed although no edit"):
+        prove_file("m.py", source, ast.parse(source), good.replace("Y = 2", "Y = 3"), [edit])
+    with pytest.raises(ProofError, match="not the original plus exactly"):
+        prove_file("m.py", source, ast.parse(source), good.replace("x = 1", "x = 2"), [edit])
+    with pytest.raises(ProofError, match="not the original plus exactly"):
+        prove_file("m.py", source, ast.parse(source), source, [edit])
+    with pytest.raises(ProofError, match="does not parse"):
+        prove_file("m.py", source, ast.parse(source), good + "def (", [edit])
+    with pytest.raises(ProofError, match="number of module-level statements"):
+        prove_file("m.py", source, ast.parse(source), good + "Z = 3\n", [edit])
+
+
+def test_proof_compiles_the_edited_code() -> None:
+    source = "class Wrapper:\n    x = 1\n"
+    bad = InsertMembers("m.py", ("Wrapper",), None, "def f(self):\n    nonlocal q\n", "f")
+    new = apply_edits("m.py", source, ast.parse(source), [bad])
+    with pytest.raises(ProofError, match="does not compile"):
+        prove_file("m.py", source, ast.parse(source), new, [bad])
+
+
+def test_style_problems() -> None:
+    assert style_problem("a\r\nb\r\n", "a\r\nb\nc\r\n") == "the new text mixes LF into a CRLF file"
+    assert style_problem("a\nb\n", "a\r\nb\n") == "the new text brings CRLF into an LF file"
+    assert style_problem("if x:\n\ty\n", "if x:\n\ty\n    z\n") == "the new text indents with a character the file does not use"
+    assert style_problem("if x:\n    y\n", "if x:\n    y\n    z\n") is None

@@ -1,0 +1,63 @@
+"""Templates are data: every shipped one loads and renders; bad ones are clear errors."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+from eagle3lint.errors import UsageError
+from eagle3lint.fix.planner import REGISTRY, patterns_for
+from eagle3lint.fix.templates import load_templates, parse_template_file
+
+
+def test_shipped_sglang_templates_render_valid_python() -> None:
+    templates = load_templates("sglang")
+    assert set(templates) == {"wrapper-delegation", "leaf-embed-head", "leaf-capture"}
+    names = {"member": "m", "delegate": "language_model", "inner_class": "X", "decoder": "model", "embedding": "e",
+             "head": "h", "loop_var": "i", "hidden": "h", "residual": "r", "lm_hidden": "h", "decoder_class": "D"}
+    for template in templates.values():
+        template.describe(names)
+        for snippet in template.snippets:
+            ast.parse(template.render(snippet.name, names, snippet.when) or "")
+
+
+def test_every_pattern_is_registered_under_its_engine_and_has_its_template() -> None:
+    patterns_for("sglang", "E3L004")  # loads the registry
+    for (engine, name), pattern in REGISTRY.items():
+        assert (pattern.engine, pattern.name) == (engine, name)
+        assert name in load_templates(engine), f"{engine}/{name} has no template file"
+        assert set(pattern.codes) == set(load_templates(engine)[name].codes)
+    assert [p.name for p in patterns_for("sglang", "E3L001")] == ["leaf-embed-head", "leaf-capture"]
+    assert patterns_for("sglang", "E3L002") == []
+
+
+def test_snippet_selection_by_flags_and_fallback() -> None:
+    embed = load_templates("sglang")["leaf-embed-head"]
+    names = {"decoder": "model", "embedding": "embed_tokens", "head": "lm_head"}
+    with_torch = embed.render("set_embed_and_head", names, frozenset({"torch"}))
+    without = embed.render("set_embed_and_head", names, frozenset())
+    assert with_torch is not None and "torch.cuda.synchronize()" in with_torch
+    assert without is not None and "torch" not in without
+    wrapper = load_templates("sglang")["wrapper-delegation"]
+    generic = wrapper.render("get_hot_token_id", {"member": "get_hot_token_id", "delegate": "lm"}, fallback=True)
+    assert generic == "def get_hot_token_id(self, *args, **kwargs):\n    return self.lm.get_hot_token_id(*args, **kwargs)\n"
+    assert wrapper.render("get_hot_token_id", {"member": "x", "delegate": "lm"}) is None
+
+
+def test_bad_templates_are_clear_errors(tmp_path: Path) -> None:
+    path = tmp_path / "broken.toml"
+    with pytest.raises(UsageError, match=r"broken\.toml: snippet 'x' is not valid Python"):
+        parse_template_file(path, {"pattern": "p", "snippet": [{"name": "x", "code": "def x(:\n"}]}, "sglang")
+    with pytest.raises(UsageError, match="declares engine 'vllm'"):
+        parse_template_file(path, {"pattern": "p", "engine": "vllm"}, "sglang")
+    with pytest.raises(UsageError, match="applicability must be one of"):
+        parse_template_file(path, {"pattern": "p", "applicability": "maybe"}, "sglang")
+    template = parse_template_file(path, {"pattern": "p", "snippet": [{"name": "x", "code": "y = ${missing}\n"}]}, "sglang")
+    with pytest.raises(UsageError, match=r"uses \$\{missing\}"):
+        template.render("x", {})
+
+
+def test_an_engine_without_templates_has_none() -> None:
+    assert load_templates("vllm") == {}
