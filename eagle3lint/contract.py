@@ -526,7 +526,8 @@ def _function_chunks(lines: list[str], hit_lines: list[int]) -> list[tuple[int, 
 
 
 def _parse_chunk(lines: list[str], start: int, end: int, indent: int) -> ast.Module | None:
-    body = []
+    # Leading newlines put the chunk at its real lines without re-walking the tree.
+    body = ["\n"] * start
     for line in lines[start:end]:
         if line.strip() and not line[:indent].isspace() and indent:
             return None
@@ -537,7 +538,6 @@ def _parse_chunk(lines: list[str], start: int, end: int, indent: int) -> ast.Mod
             tree = ast.parse("".join(body))
     except (SyntaxError, ValueError, RecursionError):
         return None
-    ast.increment_lineno(tree, start)
     return tree
 
 

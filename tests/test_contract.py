@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from eagle3lint.contract import ContractSite, extract_contract
 from eagle3lint.engine import discover_engine
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
@@ -124,3 +126,19 @@ def test_contract_command_text_and_json() -> None:
     assert members["get_embed_and_head_for_draft"]["guard"] == {"target": "fallback"}
     site = members["get_embed_and_head"]["sites"][0]
     assert {"path", "line", "function", "receiver", "role", "guard", "positional_args"} <= set(site)
+
+
+@pytest.mark.release
+def test_function_chunks_find_the_same_sites_as_whole_file_parses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The contract scan parses only the functions that mention a member; on a real release it
+    must find exactly what parsing every file whole finds."""
+    import eagle3lint.contract as contract_module
+    from tests.helpers import release_root
+
+    engine = discover_engine([release_root("sglang==0.5.23")])
+    chunked = extract_contract(engine)
+    monkeypatch.setattr(contract_module, "_function_chunks", lambda lines, hits: None)
+    whole = extract_contract(engine)
+    sites = lambda c: {s for m in c.members.values() for s in m.sites}  # noqa: E731
+    assert sites(chunked) == sites(whole)
+    assert len(sites(whole)) > 20

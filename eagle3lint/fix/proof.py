@@ -99,8 +99,8 @@ def _fresh(stmt: ast.stmt, lines: list[str], path: str) -> ast.Module:
     """A private parse of one module-level statement, at its real line numbers."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        piece = ast.parse(_text(stmt, lines), filename=path)
-    ast.increment_lineno(piece, _first_line(stmt) - 1)
+        # Leading newlines put the statement at its real lines without re-walking the tree.
+        piece = ast.parse("\n" * (_first_line(stmt) - 1) + _text(stmt, lines), filename=path)
     return piece
 
 

@@ -39,7 +39,10 @@ def summarize_text(request: ParseRequest, text: str, tree: ast.Module | None = N
 
 
 def overlay_provider(
-    previous: ProjectIndex, changed: dict[str, str], earlier: dict[str, str], trees: dict[str, ast.Module] | None = None
+    previous: ProjectIndex,
+    changed: dict[str, str],
+    earlier: dict[str, str],
+    summaries: dict[str, ModuleSummary] | None = None,
 ) -> SummaryProvider:
     """Summaries of ``changed`` texts; the previous index's summaries for everything else (they
     already reflect ``earlier`` edits); ``earlier`` texts or the disk for modules it never read."""
@@ -48,7 +51,11 @@ def overlay_provider(
         out: list[ModuleSummary | FileError] = []
         for request in requests:
             if request.path in changed:
-                out.append(summarize_text(request, changed[request.path], (trees or {}).get(request.path)))
+                ready = (summaries or {}).get(request.path)
+                if ready is not None and ready.module == request.module:
+                    out.append(ready)
+                else:
+                    out.append(summarize_text(request, changed[request.path]))
                 continue
             known = previous.modules.get(request.module)
             if known is not None:
@@ -69,12 +76,12 @@ def recheck(
     scope: list[Path],
     select: list[str] | None,
     ignore: list[str] | None,
-    trees: dict[str, ast.Module] | None = None,
+    summaries: dict[str, ModuleSummary] | None = None,
 ) -> CheckResult:
     """The check of the tree with ``changed`` on top of ``earlier`` edits (both path -> text)."""
     from eagle3lint.runner import run_check
 
     if previous.index is None:
         raise ValueError("the check result carries no project index")
-    provider = overlay_provider(previous.index, changed, earlier, trees)
+    provider = overlay_provider(previous.index, changed, earlier, summaries)
     return run_check(previous.engine, scope, select=select, ignore=ignore, contract=previous.contract, provider=provider)

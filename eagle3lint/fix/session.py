@@ -27,10 +27,14 @@ from eagle3lint.fix.planner import (
     plan_fixes,
 )
 from eagle3lint.fix.proof import ProofError, prove_file
-from eagle3lint.fix.recheck import recheck
+from eagle3lint.fix.recheck import recheck, summarize_text
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.fix.write import WriteRefused, write_atomically
+from eagle3lint.index import ProjectIndex
+from eagle3lint.parallel import WorkerPool
 from eagle3lint.runner import CheckResult
+from eagle3lint.sources import ParseRequest
+from eagle3lint.summary import ModuleSummary
 
 # A fix can make another possible (a fixed inner model lets its wrapper delegate): passes
 # continue until planning on the fixed tree finds nothing more (which is the second-run proof).
@@ -89,7 +93,6 @@ def prepare_fixes(
     sources = sources or SourceSet()
     plans = plan_fixes(FixEnv(result, sources, scope))
     outcome = FixOutcome(result, plans)
-    cache: dict[Any, Any] = {}
     texts: dict[str, str] = {}
     current = result
     accepted: list[PlannedFix] = []
@@ -97,7 +100,7 @@ def prepare_fixes(
         candidates = _candidates(plans, outcome, unsafe_fixes)
         if not candidates:
             break
-        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, cache, outcome)
+        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome)
         if step is None:
             break
         texts = {**texts, **step.texts}
@@ -132,19 +135,18 @@ def _one_pass(
     scope: list[Path],
     select: list[str] | None,
     ignore: list[str] | None,
-    cache: dict[Any, Any],
     outcome: FixOutcome,
 ) -> _Pass | None:
     view = sources.overlay(earlier) if earlier else sources
     for _ in range(MAX_ROUNDS):
-        trees: dict[str, ast.Module] = {}
-        changed, failed = _build_files(candidates, view, cache, trees)
+        summaries: dict[str, ModuleSummary] = {}
+        changed, failed = _build_files(candidates, view, before.index, summaries)
         if failed:
             candidates = _drop(candidates, outcome, _reason_from_files(failed))
             continue
         if not changed:
             return None
-        after = recheck(before, changed, earlier, scope, select, ignore, trees)
+        after = recheck(before, changed, earlier, scope, select, ignore, summaries)
         blame = _not_fixed(candidates, before, after)
         if blame:
             candidates = _drop(candidates, outcome, _reason_from_blame(blame))
@@ -212,7 +214,8 @@ def _by_path(edits: tuple[Edit, ...] | list[Edit]) -> dict[str, list[Edit]]:
     return dict(sorted(grouped.items()))
 
 
-def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any], trees: dict[str, ast.Module] | None = None) -> str:
+def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any]) -> tuple[str, ast.Module]:
+    """The new text of one file and its ``ast``, proven (raises ApplyError/ProofError)."""
     # libcst is imported here, so a run with nothing to edit never loads it.
     from eagle3lint.fix.apply import apply_edits
 
@@ -221,34 +224,68 @@ def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any], tr
     except SyntaxError as exc:
         raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
     new_text = apply_edits(source.path, source.text, tree, edits, parsed)
-    new_tree = prove_file(source.path, source.text, tree, new_text, edits)
-    if trees is not None:
-        trees[source.path] = new_tree
-    return new_text
+    return new_text, prove_file(source.path, source.text, tree, new_text, edits)
+
+
+# One file's job: (source, its edits, the index's parse request for it).
+_FileJob = tuple[SourceFile, list[Edit], ParseRequest]
+# Its outcome: (path, new text or None, why it failed or None, summary of the new text or None).
+_FileOutcome = tuple[str, str | None, str | None, ModuleSummary | None]
+
+
+def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
+    """Edit, prove and summarise files (in a worker process when there are many)."""
+    parsed: dict[Any, Any] = {}
+    out: list[_FileOutcome] = []
+    for source, file_edits, request in jobs:
+        try:
+            new_text, new_tree = _edit_file(source, file_edits, parsed)
+        except (ApplyError, ProofError) as exc:
+            out.append((source.path, None, str(exc), None))
+            continue
+        except (ValueError, RecursionError, MemoryError) as exc:  # libcst on input it cannot take
+            out.append((source.path, None, f"cannot be edited: {type(exc).__name__}: {exc}", None))
+            continue
+        summary = summarize_text(request, new_text, new_tree)
+        out.append((source.path, new_text, None, summary if isinstance(summary, ModuleSummary) else None))
+    return out
 
 
 def _build_files(
-    candidates: list[PlannedFix], sources: SourceSet, cache: dict[Any, Any], trees: dict[str, ast.Module]
+    candidates: list[PlannedFix], sources: SourceSet, index: ProjectIndex | None, summaries: dict[str, ModuleSummary]
 ) -> tuple[dict[str, str], dict[str, str]]:
-    """New texts of the files the candidates edit, each proven (their ``ast`` into ``trees``);
-    and why the others failed."""
+    """New texts of the files the candidates edit, each proven (summaries of the new texts into
+    ``summaries``, for the re-check); and why the others failed. Files are edited on every core:
+    parsing and proving large model files is most of a fix run's time."""
     changed: dict[str, str] = {}
     failed: dict[str, str] = {}
+    jobs: list[_FileJob] = []
     edits = [e for plan in candidates for e in plan.edits]
     for path, file_edits in _by_path(edits).items():
         source = sources.get(path)
         if not isinstance(source, SourceFile):
             failed[path] = source.message
             continue
-        try:
-            new_text = _edit_file(source, file_edits, cache, trees)
-        except (ApplyError, ProofError) as exc:
-            failed[path] = str(exc)
+        request = index.request_for(Path(path)) if index is not None else ParseRequest(path, "__fixed__", False, frozenset())
+        jobs.append((source, file_edits, request))
+    if jobs:
+        # Imported once here, so forked workers inherit libcst instead of each importing it.
+        import eagle3lint.fix.apply  # noqa: F401
+    with WorkerPool() as pool:
+        if pool.enabled and len(jobs) >= 8:
+            batches = [jobs[i :: pool.workers * 2] for i in range(pool.workers * 2)]
+            futures = [pool.submit(_edit_files, batch) for batch in batches if batch]
+            outcomes = [o for future in futures for o in future.result()]
+        else:
+            outcomes = _edit_files(jobs)
+    by_path = {job[0].path: job[0] for job in jobs}
+    for path, new_text, problem, summary in outcomes:
+        if problem is not None or new_text is None:
+            failed[path] = problem or "no new text"
             continue
-        except (ValueError, RecursionError, MemoryError) as exc:  # libcst on input it cannot take
-            failed[path] = f"cannot be edited: {type(exc).__name__}: {exc}"
-            continue
-        if new_text != source.text:
+        if summary is not None:
+            summaries[path] = summary
+        if new_text != by_path[path].text:
             changed[path] = new_text
     return changed, failed
 

@@ -42,13 +42,13 @@ class SourceFile:
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                piece = ast.parse("".join(lines), filename=self.path)
+                # Leading newlines give the real line numbers without re-walking the tree.
+                piece = ast.parse("\n" * (lineno - 1) + "".join(lines), filename=self.path)
         except SyntaxError:
             return None
         node = piece.body[0] if len(piece.body) == 1 else None
         if not isinstance(node, ast.ClassDef) or node.name != name:
             return None
-        ast.increment_lineno(piece, lineno - 1)
         return node
 
     def encode(self, text: str) -> bytes:
