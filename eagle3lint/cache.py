@@ -147,6 +147,8 @@ class Cache:
         self.hits = 0
         self.misses = 0
         self._ready = False
+        # path -> sha256 of every file served through provider(): the inputs of a run.
+        self.served: dict[str, str] = {}
 
     # ---- layout ----------------------------------------------------------------------
     def _prepare(self) -> bool:
@@ -199,6 +201,7 @@ class Cache:
                     continue
                 digest = hashlib.sha256(data).hexdigest()
                 digests[i] = digest
+                self.served[request.path] = digest
                 entry = self._load(f"summary:{request.path}")
                 summary = None
                 if entry is not None and entry.get("sha256") == digest:
@@ -267,3 +270,37 @@ class Cache:
 
 
 __all__ = ["CACHE_DIR_NAME", "Cache"]
+
+
+class ResultCache:
+    """Whole-run results, for a warm run that changed nothing: the run's inputs are every file
+    the index read (with its content hash) and every module name it looked for and did not
+    find; a hit needs all of them unchanged, so it costs little more than hashing the files."""
+
+    def __init__(self, cache: Cache, key_material: str) -> None:
+        self.cache = cache
+        self.name = "result:" + hashlib.sha256(key_material.encode()).hexdigest()
+
+    def lookup(self, fingerprint: str, listing: list[str]) -> dict[str, Any] | None:
+        """``listing``: the files the run starts from (the model files in scope); one added or
+        removed changes the result as surely as an edit does."""
+        entry = self.cache._load(self.name)
+        if entry is None or entry.get("fingerprint") != fingerprint or entry.get("listing") != listing:
+            return None
+        inputs, absent = entry.get("inputs"), entry.get("absent")
+        if not isinstance(inputs, list) or not isinstance(absent, list):
+            return None
+        for path, digest in inputs:
+            data = read_source(path)
+            if isinstance(data, FileError) or hashlib.sha256(data).hexdigest() != digest:
+                return None
+        if any(os.path.exists(path) for path in absent):
+            return None
+        result = entry.get("result")
+        return result if isinstance(result, dict) else None
+
+    def store(
+        self, fingerprint: str, listing: list[str], inputs: list[tuple[str, str]], absent: list[str], result: dict[str, Any]
+    ) -> None:
+        entry = {"fingerprint": fingerprint, "listing": listing, "inputs": inputs, "absent": absent, "result": result}
+        self.cache._store(self.name, entry)

@@ -107,6 +107,8 @@ def check(
     from eagle3lint.file_scope import engine_files, is_file_list
 
     settings = load_settings(config_file)
+    if write_baseline_file is not None:
+        settings.baseline = None  # a new baseline records every finding, not only new ones
     if not release and is_file_list(paths):
         # A hook passes the changed files: only those in an engine tree (or in the configured
         # out-of-tree model folders) are ours to report on.
@@ -133,6 +135,8 @@ def check(
         settings=settings,
         use_cache=not no_cache,
         baseline=None if write_baseline_file else baseline_file,
+        # The formats that carry fixes need the project index the fixer plans with.
+        need_index=(output_format or settings.output_format or "concise") in ("json", "full"),
     )
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
@@ -154,10 +158,10 @@ def check(
 
 
 def _validate_codes(codes: list[str]) -> None:
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.rule_codes import is_known_code
 
     for code in codes:
-        if code != "ALL" and not any(r.code.startswith(code) for r in REGISTRY):
+        if not is_known_code(code):
             raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
 
 

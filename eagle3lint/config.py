@@ -171,8 +171,8 @@ def _codes(path: Path, where: str, key: str, values: list[Any], known: set[str])
 
 def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
     """Settings from ``config`` (``--config``), else the nearest pyproject.toml, else defaults."""
-    from eagle3lint.checks import REGISTRY
     from eagle3lint.report import FORMATS
+    from eagle3lint.rule_codes import RULE_CODES
 
     path = config or find_config(start)
     if path is None:
@@ -190,7 +190,7 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {where} must be a table")
     _check_keys(path, where, table, _TOP_KEYS)
-    known = REGISTRY.codes()
+    known = set(RULE_CODES)
     settings = Settings(path=path.resolve())
     base = path.resolve().parent
     if "engine" in table:

@@ -12,23 +12,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3lint.checks import REGISTRY
-from eagle3lint.checks.base import Rule
-from eagle3lint.checks.context import CheckContext
 from eagle3lint.config import Settings
-from eagle3lint.contract import Contract, extract_contract
 from eagle3lint.engine import Engine
-from eagle3lint.findings import FileError, Finding
-from eagle3lint.index import ProjectIndex, SummaryProvider
-from eagle3lint.models import ModelClass, UnresolvedEntry, discover_sglang_models, in_scope
-from eagle3lint.parallel import WorkerPool, parse_serially
-from eagle3lint.rulepack import MemberSpec, extend_pack
 from eagle3lint.sources import iter_python_files
-from eagle3lint.summary import ModuleSummary
-from eagle3lint.suppressions import apply_suppressions
 
+# The analysis modules load only when a run analyses: a warm run answered from the cache
+# never needs them (start-up is most of its cost).
 if TYPE_CHECKING:
     from eagle3lint.cache import Cache
+    from eagle3lint.checks.base import Rule
+    from eagle3lint.checks.context import CheckContext
+    from eagle3lint.contract import Contract
+    from eagle3lint.findings import FileError, Finding
+    from eagle3lint.index import ProjectIndex, SummaryProvider
+    from eagle3lint.models import ModelClass, UnresolvedEntry
+    from eagle3lint.parallel import WorkerPool
+    from eagle3lint.summary import ModuleSummary
 
 
 @dataclass
@@ -52,6 +51,8 @@ def select_rules(
     extend_select: list[str] | None = None,
     engine: str | None = None,
 ) -> list[type[Rule]]:
+    from eagle3lint.checks import REGISTRY
+
     chosen = []
     for rule in REGISTRY:
         if engine is not None and engine not in rule.engines:
@@ -84,11 +85,15 @@ def files_to_discover(engine: Engine, scope: list[Path]) -> list[Path]:
     Anything else a model needs (bases, inner models) is parsed on demand by the index, so a
     pre-commit run on one file parses that file and what it leans on, not the whole folder.
     """
+    from eagle3lint.models import in_scope
+
     files = model_files(engine)
     return [f for f in files if in_scope(str(f), scope)]
 
 
 def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
+    from eagle3lint.index import ProjectIndex
+
     pack = engine.pack
     walk = (
         frozenset(pack.members)
@@ -100,6 +105,8 @@ def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
 
 def customize_engine(engine: Engine, settings: Settings) -> Engine:
     """The engine with the project's configured extra members merged into its rule pack."""
+    from eagle3lint.rulepack import MemberSpec, extend_pack
+
     overrides = settings.engines.get(engine.name)
     if overrides is None or not overrides.extra_members:
         return engine
@@ -122,9 +129,13 @@ def run_check(
     baseline: Path | None = None,
     contract: Contract | None = None,
     provider: SummaryProvider | None = None,
+    need_index: bool = False,
 ) -> CheckResult:
     """``contract`` and ``provider`` let the fixer re-check edited texts in memory: the contract
-    does not depend on model files, and the provider serves the edited summaries."""
+    does not depend on model files, and the provider serves the edited summaries.
+
+    With the cache, a run whose inputs are all unchanged returns the stored result, without an
+    index (``need_index`` asks for a full run: the fixer and the fix-carrying formats need it)."""
     settings = settings or Settings()
     engine = customize_engine(engine, settings)
     if provider is not None:
@@ -134,8 +145,25 @@ def run_check(
     gc.disable()
     try:
         cache = _open_cache(engine, settings) if use_cache else None
+        fingerprint = cache.contract_fingerprint() if cache is not None and contract is None else ""
+        results, listing = None, []
+        if cache is not None and contract is None and not need_index:
+            from eagle3lint.cache import ResultCache
+
+            results = ResultCache(cache, _result_key(engine, scope, settings, select, ignore, extend_select, baseline))
+            listing = _listing(engine, scope, settings)
+            hit = results.lookup(fingerprint, listing)
+            cached_contract = cache.load_contract(fingerprint) if hit is not None else None
+            if hit is not None and cached_contract is not None:
+                hit["scope"] = [Path(p) for p in hit.get("scope", [])]
+                return CheckResult(engine=engine, contract=cached_contract, **hit)
+        from eagle3lint.checks.context import CheckContext
+        from eagle3lint.contract import extract_contract
+        from eagle3lint.models import discover_sglang_models
+        from eagle3lint.parallel import WorkerPool, parse_serially
+
         with WorkerPool(workers if provider is None else 1) as pool:
-            pending, fingerprint = None, ""
+            pending = None
             if cache is not None and contract is None:
                 fingerprint = cache.contract_fingerprint()
                 contract = cache.load_contract(fingerprint)
@@ -173,10 +201,86 @@ def run_check(
         else:
             models, unresolved = discover_sglang_models(index, modules)
             ctx = CheckContext(index=index, contract=contract, models=models)
-        return _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
+        result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
+        if results is not None and cache is not None and not result.errors:
+            results.store(fingerprint, listing, sorted(cache.served.items()), _absent_paths(index), _cacheable(result))
+        return result
     finally:
         if gc_was_enabled:
             gc.enable()
+
+
+def _result_key(
+    engine: Engine,
+    scope: list[Path],
+    settings: Settings,
+    select: list[str] | None,
+    ignore: list[str] | None,
+    extend_select: list[str] | None,
+    baseline: Path | None,
+) -> str:
+    """Everything besides file contents that decides a run's result."""
+    import hashlib
+    import json
+
+    baseline_path = baseline or settings.baseline
+    baseline_digest = ""
+    if baseline_path is not None:
+        try:
+            baseline_digest = hashlib.sha256(baseline_path.read_bytes()).hexdigest()
+        except OSError:
+            baseline_digest = "missing"
+    return json.dumps(
+        [
+            str(engine.root.resolve()),
+            engine.pack.digest,
+            settings.to_json(),
+            select, ignore, extend_select,
+            sorted(str(p.resolve()) for p in scope),
+            str(baseline_path), baseline_digest,
+        ],
+        sort_keys=True,
+        default=str,
+    )
+
+
+def _listing(engine: Engine, scope: list[Path], settings: Settings) -> list[str]:
+    """The files a run starts from: model files, configured out-of-tree models, scope files."""
+    files = [str(p) for p in model_files(engine)]
+    overrides = settings.engines.get(engine.name)
+    for item in overrides.extra_models if overrides else ():
+        files.extend(str(p) for p in ([item] if item.is_file() else iter_python_files(item)))
+    files.extend(str(p) for p in scope if p.is_file())
+    return files
+
+
+def _absent_paths(index: ProjectIndex) -> list[str]:
+    """Files and folders whose appearance would change how names resolve: those of every engine
+    module the index looked for and did not find."""
+    absent = []
+    package = index.engine.pack.package
+    for name, summary in index.modules.items():
+        if summary is not None or not (name == package or name.startswith(package + ".")):
+            continue
+        base = index.engine.source_root.joinpath(*name.split("."))
+        for candidate in (base.with_suffix(".py"), base / "__init__.py", base):
+            if not candidate.exists():
+                absent.append(str(candidate))
+    return absent
+
+
+def _cacheable(result: CheckResult) -> dict[str, object]:
+    return {
+        "findings": result.findings,
+        "errors": result.errors,
+        "models": result.models,
+        "unresolved": result.unresolved,
+        "notes": result.notes,
+        "index": None,
+        "suppressed": result.suppressed,
+        "baselined": result.baselined,
+        "scope": [str(p) for p in result.scope],  # plain strings: the cache loads no pathlib
+    }
 
 
 def _open_cache(engine: Engine, settings: Settings) -> Cache:
@@ -206,6 +310,10 @@ def _evaluate(
     extend_select: list[str] | None,
     baseline: Path | None,
 ) -> CheckResult:
+    from eagle3lint.findings import Finding
+    from eagle3lint.models import in_scope
+    from eagle3lint.suppressions import apply_suppressions
+
     index, contract = ctx.index, ctx.contract
     rules = select_rules(
         select if select is not None else settings.select,
@@ -271,6 +379,8 @@ def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Findi
 
 
 def _model_in_scope(finding: Finding, models: list[ModelClass], scope: list[Path]) -> bool:
+    from eagle3lint.models import in_scope
+
     for model in models:
         if finding.qualname == f"{model.ref.module}.{model.ref.qualname}":
             return in_scope(model.path, scope)

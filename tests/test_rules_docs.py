@@ -38,3 +38,10 @@ def test_explain_by_code_and_by_name() -> None:
     assert run_cli("explain", "wrapper-delegation-gap").stdout == done.stdout
     missing = run_cli("explain", "E3L999")
     assert missing.returncode == 2 and "unknown rule" in missing.stderr
+
+
+def test_the_light_code_table_matches_the_registry() -> None:
+    from eagle3lint.rule_codes import RULE_CODES, is_known_code
+
+    assert {rule.code: rule.name for rule in REGISTRY} == RULE_CODES
+    assert is_known_code("E3L0") and is_known_code("all") and not is_known_code("E9")

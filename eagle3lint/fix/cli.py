@@ -96,7 +96,8 @@ def fix(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release
     )
     result = run_check(
-        found, scope, select=selected or None, ignore=ignored or None, settings=settings, use_cache=not no_cache
+        found, scope, select=selected or None, ignore=ignored or None, settings=settings, use_cache=not no_cache,
+        need_index=True,
     )
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
