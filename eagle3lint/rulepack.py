@@ -73,8 +73,6 @@ class RulePack:
     inner_model_class_pattern: re.Pattern[str]
     # Method bodies walked in full besides the members (data-flow rules need ``forward``).
     walk_methods: tuple[str, ...] = ()
-    # Text every model-registering file contains (SGLang: ``EntryClass``); "" reads them all.
-    registration_marker: str = ""
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     digest: str = ""
 
@@ -155,7 +153,6 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         target_name_pattern=_compile(pack_path, "classify.target_name", classify.get("target_name", "(?!)")),
         inner_model_class_pattern=_compile(pack_path, "inner_model_class", data.get("inner_model_class", ".")),
         walk_methods=tuple(data.get("walk_methods", [])),
-        registration_marker=data.get("registration_marker", ""),
         raw=data,
         digest=digest,
     )

@@ -87,20 +87,8 @@ def files_to_discover(engine: Engine, scope: list[Path]) -> list[Path]:
     """
     from eagle3lint.models import in_scope
 
-    marker = engine.pack.registration_marker.encode()
-    files = [f for f in model_files(engine) if in_scope(str(f), scope)]
-    if not marker:
-        return files
-    # A file that registers nothing (a shared base, a utility) is parsed only if a model needs it.
-    return [f for f in files if _mentions(f, marker)]
-
-
-def _mentions(path: Path, marker: bytes) -> bool:
-    try:
-        with open(path, "rb") as handle:
-            return marker in handle.read()
-    except OSError:
-        return True  # let the parse report what is wrong with it
+    files = model_files(engine)
+    return [f for f in files if in_scope(str(f), scope)]
 
 
 def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
