@@ -96,18 +96,25 @@ def test_unwritable_cache_folder_still_checks(tree: Path) -> None:
     assert code == 1 and len(data["findings"]) == BASIC_FINDINGS
 
 
-def test_check_path_does_not_import_libcst_or_astroid(tree: Path) -> None:
+def _heavy_modules_after_check(path: Path) -> str:
     probe = (
         "import sys\n"
         "from eagle3lint.cli import main\n"
         "try:\n"
-        f"    main(['check', {str(tree)!r}])\n"
+        f"    main(['check', '--no-cache', {str(path)!r}])\n"
         "except SystemExit:\n"
         "    pass\n"
         "print('HEAVY', sorted(m for m in ('libcst', 'astroid') if m in sys.modules))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=REPO)
-    assert "HEAVY []" in done.stdout, done.stdout + done.stderr
+    return done.stdout + done.stderr
+
+
+def test_check_path_imports_libcst_never_and_astroid_only_when_inference_is_needed(tree: Path) -> None:
+    # Only the wrapper whose language model class is a constructor parameter needs astroid.
+    (tree / "sglang/srt/models/wrapper_param.py").unlink()
+    assert "HEAVY []" in _heavy_modules_after_check(tree)
+    assert "HEAVY ['astroid']" in _heavy_modules_after_check(FIXTURES / "sglang_basic")
 
 
 def test_no_cache_flag_with_cli() -> None:

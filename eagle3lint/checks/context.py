@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.findings import Finding, Related
@@ -10,6 +11,9 @@ from eagle3lint.index import ClassRef, MemberLookup, ProjectIndex
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_models
 from eagle3lint.rulepack import RulePack
 from eagle3lint.suppressions import Suppression
+
+if TYPE_CHECKING:
+    from eagle3lint.inference import InnerModelInference
 
 
 @dataclass
@@ -32,6 +36,7 @@ class CheckContext:
     # Filled once suppressions are applied: path -> comments that silenced nothing.
     unused_suppressions: dict[str, list[Suppression]] = field(default_factory=dict)
     _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
+    _inference: InnerModelInference | None = None
 
     @property
     def pack(self) -> RulePack:
@@ -73,13 +78,43 @@ class CheckContext:
         else:
             state = MemberState("missing", lookup)
             if _depth < 4:
-                for attr, inner in inner_models(self.index, ref):
+                for attr, inner in [*inner_models(self.index, ref), *self._inferred_inner_models(ref)]:
                     inner_state = self.state(inner, member, _depth + 1)
                     if inner_state.status in ("present", "delegated"):
                         state = MemberState("delegation-gap", lookup, attr, inner)
                         break
         self._states[key] = state
         return state
+
+    def _inferred_inner_models(self, ref: ClassRef) -> list[tuple[str, ClassRef]]:
+        """Inner-model attributes the index could not name, as astroid infers them (only asked
+        when a member is missing: the answer decides between E3L001 and E3L004)."""
+        preferred = self.pack.inner_model_attributes
+        unresolved: list[str] = []
+        for current in self.index.mro(ref).classes:
+            cls = self.index.class_summary(current)
+            if cls is None:
+                continue
+            for attr in preferred:
+                entry = cls.instance_attrs.get(attr)
+                if entry is None or not entry.constructions or attr in unresolved:
+                    continue
+                if not any(isinstance(h, ClassRef) for h in self.index.attribute_classes(ref, attr)):
+                    unresolved.append(attr)
+        if not unresolved:
+            return []
+        if self._inference is None:
+            from eagle3lint.inference import InnerModelInference
+
+            self._inference = InnerModelInference(self.index)
+        found: list[tuple[str, ClassRef]] = []
+        for attr in unresolved:
+            owner = next(
+                (c for c in self.index.mro(ref).classes if attr in getattr(self.index.class_summary(c), "instance_attrs", {})),
+                ref,
+            )
+            found.extend((attr, held) for held in self._inference.held_classes(owner, attr) if held != ref)
+        return found
 
     def _through_getattr(self, ref: ClassRef, member: str, lookup: MemberLookup, depth: int) -> MemberState:
         attr = lookup.via_getattr
