@@ -344,6 +344,11 @@ class ProjectIndex:
     def _resolve_in_class(self, owner: ClassRef, cls: ClassSummary, dotted_name: str) -> Resolved:
         """A name used in ``owner.__init__``: its local imports first, then its module."""
         head, _, rest = dotted_name.partition(".")
+        if head in cls.init_param_defaults:
+            # A constructor parameter: the class it defaults to (subclasses passing another one
+            # to super().__init__ are not followed).
+            head_default = cls.init_param_defaults[head]
+            return self._resolve_in_class(owner, cls, head_default + (f".{rest}" if rest else ""))
         if head in cls.local_imports:
             target = cls.local_imports[head] + (f".{rest}" if rest else "")
             return self.resolve_qualified(target)

@@ -66,6 +66,8 @@ class FunctionSummary:
     self_reads: set[str] = field(default_factory=set)
     # Names of functions/methods called in the body (``self.helper()`` -> "helper").
     calls: set[str] = field(default_factory=set)
+    # ``hasattr(self.<attr>, "<member>")`` probes: a forward the method makes only when present.
+    probed_chains: set[tuple[str, str]] = field(default_factory=set)
     walked: bool = False
 
     @property
@@ -111,6 +113,8 @@ class ClassSummary:
     # Imports made inside ``__init__`` (``from .mistral import MistralForCausalLM``), which the
     # constructions there may use.
     local_imports: dict[str, str] = field(default_factory=dict)
+    # ``__init__(self, ..., language_model_cls=Qwen3LLMModel)``: parameter -> its default's name.
+    init_param_defaults: dict[str, str] = field(default_factory=dict)
     # Interface-related attributes assigned on objects other than ``self`` are not tracked.
 
 
@@ -255,6 +259,7 @@ class _BodyWalker(ast.NodeVisitor):
     def __init__(self, self_name: str) -> None:
         self.self_name = self_name
         self.chains: list[tuple[str, str]] = []
+        self.probed: set[tuple[str, str]] = set()
         self.reads: set[str] = set()
         self.calls: set[str] = set()
         self.assigns: list[tuple[str, int, ast.AST | None]] = []
@@ -288,6 +293,11 @@ class _BodyWalker(ast.NodeVisitor):
         func = node.func
         if isinstance(func, ast.Name):
             self.calls.add(func.id)
+            if func.id == "hasattr" and len(node.args) == 2:
+                target = self._self_attr(node.args[0])
+                member = node.args[1]
+                if target is not None and isinstance(member, ast.Constant) and isinstance(member.value, str):
+                    self.probed.add((target, member.value))
             if func.id == "getattr" and len(node.args) >= 2:
                 target = self._self_attr(node.args[0])
                 member = node.args[1]
@@ -375,6 +385,7 @@ def _summarize_function(
         summary.self_chains = walker.chains
         summary.self_reads = walker.reads
         summary.calls = walker.calls
+        summary.probed_chains = walker.probed
         summary.returns_self_attr = walker.returns_self_attr
         summary.walked = True
         assigns = walker.assigns
@@ -389,6 +400,20 @@ def try_parts(stmt: ast.stmt) -> tuple[list[ast.stmt], list[ast.ExceptHandler], 
     if not isinstance(stmt, _TRY_TYPES):
         return None
     return (getattr(stmt, "body", []), getattr(stmt, "handlers", []), getattr(stmt, "orelse", []), getattr(stmt, "finalbody", []))
+
+
+def _param_defaults(args: ast.arguments) -> dict[str, str]:
+    """Parameters whose default is a name (``cls=SomeModel``), by parameter name."""
+    positional = [*args.posonlyargs, *args.args]
+    pairs = list(zip(positional[len(positional) - len(args.defaults) :], args.defaults, strict=True))
+    pairs += [(a, d) for a, d in zip(args.kwonlyargs, args.kw_defaults, strict=True) if d is not None]
+    out: dict[str, str] = {}
+    for arg, default in pairs:
+        if isinstance(default, (ast.Name, ast.Attribute)):
+            name = dotted(default)
+            if name and name != "None":
+                out[arg.arg] = name
+    return out
 
 
 def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom]:
@@ -557,6 +582,7 @@ class _ModuleBuilder:
                 if stmt.name == "__init__":
                     for imp in _import_statements(stmt.body):
                         self._record_import(imp, cls.local_imports)
+                    cls.init_param_defaults.update(_param_defaults(stmt.args))
                 if stmt.name in cls.methods and not is_accessor and not _is_overload(decorators):
                     previous = cls.methods[stmt.name]
                     if not _is_overload(previous.decorators) and not previous.is_property:

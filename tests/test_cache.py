@@ -111,8 +111,8 @@ def _heavy_modules_after_check(path: Path) -> str:
 
 
 def test_check_path_imports_libcst_never_and_astroid_only_when_inference_is_needed(tree: Path) -> None:
-    # Only the wrapper whose language model class is a constructor parameter needs astroid.
-    (tree / "sglang/srt/models/wrapper_param.py").unlink()
+    # Only the wrapper whose language model comes from a factory function needs astroid.
+    (tree / "sglang/srt/models/wrapper_factory.py").unlink()
     assert "HEAVY []" in _heavy_modules_after_check(tree)
     assert "HEAVY ['astroid']" in _heavy_modules_after_check(FIXTURES / "sglang_basic")
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.findings import Finding, Related
-from eagle3lint.index import ClassRef, MemberLookup, ProjectIndex
+from eagle3lint.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_models
 from eagle3lint.rulepack import RulePack
 from eagle3lint.suppressions import Suppression
@@ -87,8 +87,10 @@ class CheckContext:
         return state
 
     def _inferred_inner_models(self, ref: ClassRef) -> list[tuple[str, ClassRef]]:
-        """Inner-model attributes the index could not name, as astroid infers them (only asked
-        when a member is missing: the answer decides between E3L001 and E3L004)."""
+        """Inner-model attributes built by an engine function (a factory) whose return the index
+        cannot name, as astroid infers it. Asked only when a member is missing (the answer
+        decides between E3L001 and E3L004), and only for factories: astroid reads whole import
+        chains, far slower than the index."""
         preferred = self.pack.inner_model_attributes
         unresolved: list[str] = []
         for current in self.index.mro(ref).classes:
@@ -99,7 +101,8 @@ class CheckContext:
                 entry = cls.instance_attrs.get(attr)
                 if entry is None or not entry.constructions or attr in unresolved:
                     continue
-                if not any(isinstance(h, ClassRef) for h in self.index.attribute_classes(ref, attr)):
+                held = self.index.attribute_classes(ref, attr)
+                if not any(isinstance(h, ClassRef) for h in held) and any(isinstance(h, FunctionRef) for h in held):
                     unresolved.append(attr)
         if not unresolved:
             return []
@@ -138,6 +141,9 @@ class CheckContext:
             return MemberState("present", lookup)
         for attr, called in fn.self_chains:
             if called != member or attr.endswith("()"):
+                continue
+            if (attr, member) in fn.probed_chains:
+                # ``if hasattr(self.model, m): self.model.m(...) else: ...``: absence is handled.
                 continue
             held = [h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)]
             if not held:

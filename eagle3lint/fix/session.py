@@ -272,7 +272,7 @@ def _build_files(
         # Imported once here, so forked workers inherit libcst instead of each importing it.
         import eagle3lint.fix.apply  # noqa: F401
     with WorkerPool() as pool:
-        if pool.enabled and len(jobs) >= 8:
+        if pool.enabled and len(jobs) >= 2:
             batches = [jobs[i :: pool.workers * 2] for i in range(pool.workers * 2)]
             futures = [pool.submit(_edit_files, batch) for batch in batches if batch]
             outcomes = [o for future in futures for o in future.result()]
