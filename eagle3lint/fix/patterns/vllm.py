@@ -1,0 +1,239 @@
+"""vLLM fix patterns: stale-name renames, declaring the protocol, the holder's mixin and collect.
+
+Every name comes from the tree in front of us: the protocol and the mixin from its interfaces
+module (``eagle3lint.vllm.protocol``), the holder from the walk the rules use
+(``eagle3lint.vllm.holders``), the loop shape from the decoder's own ``forward``.
+"""
+
+from __future__ import annotations
+
+import ast
+
+from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
+from eagle3lint.findings import Finding
+from eagle3lint.fix.bases import BaseProblem, base_edits
+from eagle3lint.fix.edits import (
+    BEFORE,
+    BODY_END,
+    Edit,
+    EnumerateLoop,
+    InsertStatements,
+    RenameMethod,
+)
+from eagle3lint.fix.locate import find_class, own_method
+from eagle3lint.fix.patterns.vllm_loop import NotCommonShape, find_decoder_loop, uses_name
+from eagle3lint.fix.planner import (
+    DISPLAY_ONLY,
+    UNSAFE,
+    FixEnv,
+    FixPattern,
+    PlannedFix,
+    class_path,
+    register,
+)
+from eagle3lint.fix.templates import TemplateSet
+from eagle3lint.fix.texts import SourceFile
+from eagle3lint.index import ClassRef
+from eagle3lint.summary import ModuleSummary
+from eagle3lint.vllm.collect import NO as COLLECTS_NO
+from eagle3lint.vllm.collect import YES as COLLECTS_YES
+from eagle3lint.vllm.holders import RESOLVED
+from eagle3lint.vllm.protocol import VllmContract
+
+
+def _context(env: FixEnv) -> VllmCheckContext | None:
+    """The rules' vLLM context for this check result, built once per fix run."""
+    if "vllm" not in env.shared:
+        result = env.result
+        extra = result.contract.extra.get("vllm")
+        env.shared["vllm"] = VllmCheckContext(
+            index=env.index, contract=result.contract, models=result.models, vllm=extra if isinstance(extra, VllmContract) else None
+        )
+    context = env.shared["vllm"]
+    return context if isinstance(context, VllmCheckContext) and context.protocol is not None else None
+
+
+def _module_of(env: FixEnv, ref: ClassRef) -> tuple[ModuleSummary, ast.Module]:
+    module = env.index.module(ref.module)
+    source = env.sources.get(module.path) if module else None
+    if module is None or not isinstance(source, SourceFile):
+        raise BaseProblem(f"cannot read the file of `{ref.qualname}`")
+    return module, source.tree()
+
+
+@register
+class StaleRename(FixPattern):
+    engine = "vllm"
+    name = "stale-rename"
+    codes = ("E3L014",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        former, successor = finding.data.get("former"), finding.data.get("successor")
+        ref = env.index.resolve_qualified(finding.qualname)
+        if template is None or not isinstance(former, str) or not isinstance(successor, str) or not isinstance(ref, ClassRef):
+            return None
+        description = template.describe({"former": former, "successor": successor, "class_name": ref.qualname})
+        try:
+            module, tree = _module_of(env, ref)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        cls = find_class(tree, class_path(ref))
+        method = own_method(cls, former) if cls is not None else None
+        if cls is None or method is None:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=f"`{ref.qualname}.{former}` is not defined once")
+        problem = self._problem(tree, cls, method, former, successor)
+        forwards = any(isinstance(n, ast.Attribute) and n.attr == former for s in method.body for n in ast.walk(s))
+        edits: tuple[Edit, ...] = (RenameMethod(module.path, class_path(ref), former, successor, forwards),)
+        if problem:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, problem)
+        note = f"the call to `{former}` it forwards is renamed too" if forwards else ""
+        return PlannedFix(finding, self.name, template.applicability, description, edits, note)
+
+    @staticmethod
+    def _problem(tree: ast.Module, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef, former: str, successor: str) -> str | None:
+        defined = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign))]
+        if any(_defines(s, successor) for s in defined):
+            return f"`{cls.name}` already defines `{successor}`: merge the two by hand"
+        if sum(1 for s in defined if _defines(s, former)) > 1:
+            return f"`{cls.name}` defines `{former}` more than once"
+        inside = {id(n) for n in ast.walk(method)}
+        for node in ast.walk(tree):
+            if id(node) in inside:
+                if isinstance(node, ast.Constant) and node.value == former:
+                    return f"`{former}` is named in a string on line {node.lineno}"
+                continue
+            named = (isinstance(node, ast.Attribute) and node.attr == former) or (isinstance(node, ast.Name) and node.id == former)
+            if named or (isinstance(node, ast.Constant) and node.value == former):
+                return f"`{former}` is still used on line {getattr(node, 'lineno', '?')}"
+        return None
+
+
+def _defines(stmt: ast.stmt, name: str) -> bool:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name == name
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+@register
+class DeclareProtocol(FixPattern):
+    engine = "vllm"
+    name = "declare-protocol"
+    codes = ("E3L013", "E3L012")
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        context = _context(env)
+        model = env.model_for(finding)
+        if template is None or context is None or model is None or context.protocol is None:
+            return None
+        protocol = ClassRef(context.protocol.module, context.protocol.name)
+        description = template.describe({"protocol": protocol.qualname, "class_name": model.ref.qualname})
+        try:
+            module, tree = _module_of(env, model.ref)
+            edits = base_edits(env.index, module, tree, model.ref, protocol)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        if finding.code in template.setting("proven_codes", []):
+            return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+        note = f"the runner will call `{model.summary.name}`'s own EAGLE-3 methods, which nothing proved right"
+        return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), note)
+
+
+@register
+class HolderCollect(FixPattern):
+    engine = "vllm"
+    name = "holder-collect"
+    codes = ("E3L010", "E3L011")
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        context = _context(env)
+        model = env.model_for(finding)
+        if template is None or context is None or model is None:
+            return None
+        holder = context.holder(model.ref)
+        if holder.status != RESOLVED or len(holder.classes) != 1:
+            return None
+        decoder = holder.classes[0]
+        proto = context.protocol
+        mixin = context.mixin_ref()
+        collect = template.setting("collect_method", "_maybe_add_hidden_state")
+        variables = {"changes": f"collect aux hidden states in `{decoder.qualname}.forward`", "path": holder.path}
+        if proto is None or proto.mixin is None or mixin is None:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, template.describe(variables), note="this vLLM tree has no mixin to collect with")
+        if collect not in proto.mixin.collect_methods:
+            note = f"`{proto.mixin.name}` in this tree has no `{collect}`"
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, template.describe(variables), note=note)
+        verdict = context.collects(decoder).value
+        if verdict not in (COLLECTS_NO, COLLECTS_YES):
+            return None
+        target = decoder
+        if verdict == COLLECTS_NO:
+            # The forward the decoder runs may be a base's: that class collects, so it gets the mixin.
+            target = env.index.lookup(decoder, "forward").owner or decoder
+        has_mixin = context.inherits_mixin(target)
+        if has_mixin not in (YES, NO) or (has_mixin == YES and verdict == COLLECTS_YES):
+            return None
+        changes = ([f"add `{mixin.qualname}` to the bases of `{target.qualname}`"] if has_mixin == NO else []) + (
+            [f"collect aux hidden states with `{collect}` in `{target.qualname}.forward`"] if verdict == COLLECTS_NO else []
+        )
+        variables = {**variables, "changes": " and ".join(changes)}
+        description = template.describe(variables)
+        edits: list[Edit] = []
+        try:
+            if has_mixin == NO:
+                module, tree = _module_of(env, target)
+                edits += base_edits(env.index, module, tree, target, mixin)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        if verdict == COLLECTS_NO:
+            try:
+                edits += self._collect_edits(env, template, target, collect)
+            except (NotCommonShape, BaseProblem) as exc:
+                note = f"{exc}: write the `{collect}` calls in the decoder loop by hand"
+                return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), note)
+        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+
+    @staticmethod
+    def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> list[Edit]:
+        module, tree = _module_of(env, ref)
+        cls = find_class(tree, class_path(ref))
+        forward = own_method(cls, "forward") if cls is not None else None
+        if forward is None:
+            raise NotCommonShape(f"`{ref.qualname}` does not define its own `forward`")
+        where = f"{ref.qualname}.forward"
+        aux = template.setting("aux_name", "aux_hidden_states")
+        if uses_name(forward, aux):
+            raise NotCommonShape(f"`{where}` already uses the name `{aux}`")
+        layers = f"self.{template.setting('layers_attribute', 'layers')}"
+        shape = find_decoder_loop(forward, layers, list(template.setting("loop_range", [])), where)
+        index = shape.index
+        edits: list[Edit] = []
+        path = (module.path, class_path(ref))
+        if index is None:
+            free = [n for n in template.setting("index_names", ["idx"]) if not uses_name(forward, n)]
+            if not free:
+                raise NotCommonShape(f"`{where}` already uses every index name the template may add")
+            index = free[0]
+            edits.append(EnumerateLoop(*path, "forward", shape.loop.lineno, index, shape.start))
+        variables = {
+            "aux": aux, "collect": collect, "index": index, "first_index": shape.first_index,
+            "hidden": shape.hidden, "residual": shape.residual,
+        }
+        flags = frozenset({"inputs_before_loop"}) if shape.inputs_before else frozenset()
+
+        def render(name: str) -> str:
+            source = template.render(name, variables, flags)
+            if source is None:
+                raise NotCommonShape(f"{template.path.name} has no snippet {name!r}")
+            return source
+
+        line = shape.loop.lineno
+        edits += [
+            InsertStatements(*path, "forward", line, "For", BEFORE, render("collect_init")),
+            InsertStatements(*path, "forward", line, "For", BODY_END, render("collect_layer")),
+            InsertStatements(*path, "forward", shape.final_return.lineno, "Return", BEFORE, render("collect_return")),
+        ]
+        return edits
