@@ -86,6 +86,11 @@ def apply_edits(path: str, text: str, tree: ast.Module, edits: Sequence[Edit], c
             if new_piece is not None:
                 lines[first - 1 : last] = [new_piece]
                 continue
+        if isinstance(top, ast.ClassDef) and all(isinstance(e, AddBase) and e.class_path == (top.name,) for e in piece_edits):
+            new_piece = _add_bases_by_header(lines, top, piece_edits)  # type: ignore[arg-type]
+            if new_piece is not None:
+                lines[first - 1 : last] = [new_piece]
+                continue
         piece_text = "".join(lines[first - 1 : last])
         new_imports = [e for e in piece_edits if isinstance(e, ImportName) and not e.extend]
         in_piece = [e for e in piece_edits if not (isinstance(e, ImportName) and not e.extend)]
@@ -169,6 +174,27 @@ def _insert_members_by_excerpt(
         position = end_line - first + 1
         piece[position:position] = [added]
     return "".join(piece)
+
+
+def _add_bases_by_header(lines: list[str], cls: ast.ClassDef, edits: list[AddBase]) -> str | None:
+    """Bases added to a module-level class by parsing only its header (decorators, ``class``
+    line, up to its first body statement) with a stand-in body; None when that does not work
+    out (the caller then parses the whole class)."""
+    first, last = _first_line(cls), cls.end_lineno or cls.lineno
+    body_line = _first_line(cls.body[0])
+    if body_line <= cls.lineno:
+        return None  # ``class A(B): x = 1``
+    header = "".join(lines[first - 1 : body_line - 1])
+    newline = "\r\n" if header.endswith("\r\n") else "\n"
+    stand_in = f"    pass{newline}"
+    try:
+        parsed = ParsedFile.parse(header + stand_in)
+    except ApplyError:
+        return None
+    new_header = _apply_to_piece(parsed, edits)
+    if not new_header.endswith(stand_in):
+        return None
+    return new_header[: -len(stand_in)] + "".join(lines[body_line - 1 : last])
 
 
 def _text_spacing(cls: ast.ClassDef, lines: list[str]) -> int:

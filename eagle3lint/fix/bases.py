@@ -9,7 +9,6 @@ import ast
 import bisect
 
 from eagle3lint.fix.edits import AddBase, Edit, ImportName
-from eagle3lint.fix.locate import find_class
 from eagle3lint.index import ClassRef, External, ProjectIndex
 from eagle3lint.summary import ModuleSummary, dotted
 
@@ -22,18 +21,16 @@ class BaseProblem(Exception):
     """The base cannot be added by a fix (the reason is shown with the suggestion)."""
 
 
-def base_edits(index: ProjectIndex, module: ModuleSummary, tree: ast.Module, ref: ClassRef, base: ClassRef) -> list[Edit]:
-    """Edits adding ``base`` to the bases of ``ref`` (defined in ``module``, parsed as ``tree``)
-    and importing it when the module does not bind it yet; :class:`BaseProblem` otherwise."""
+def base_edits(index: ProjectIndex, module: ModuleSummary, leading: ast.Module, cls: ast.ClassDef, ref: ClassRef, base: ClassRef) -> list[Edit]:
+    """Edits adding ``base`` to the bases of ``ref`` (its ``class`` statement: ``cls``, in
+    ``module``) and importing it when the module does not bind it yet; :class:`BaseProblem`
+    otherwise. ``leading``: the module's statements before its first class or function."""
     class_path = tuple(ref.qualname.split("."))
-    cls = find_class(tree, class_path)
-    if cls is None:
-        raise BaseProblem(f"`{ref.qualname}` is not defined exactly once in {module.path}")
     if "." in base.qualname:
         raise BaseProblem(f"`{base.qualname}` is a nested class")
     position = _position(index, ref, cls, base)
     edits: list[Edit] = [AddBase(module.path, class_path, base.qualname, position)]
-    edits += import_edits(index, module, tree, base, _first_line(cls))
+    edits += import_edits(index, module, leading, base, _first_line(cls))
     return edits
 
 
@@ -74,7 +71,9 @@ def _position(index: ProjectIndex, ref: ClassRef, cls: ast.ClassDef, base: Class
 def import_edits(index: ProjectIndex, module: ModuleSummary, tree: ast.Module, target: ClassRef, before_line: int) -> list[Edit]:
     """What binds ``target``'s name in ``module`` before ``before_line``: nothing when a
     module-level import above already does; else the name joins a ``from`` import of its module,
-    or a new ``from <module> import <name>`` follows the module's leading imports."""
+    or a new ``from <module> import <name>`` follows the module's leading imports. ``tree``
+    holds the module's leading statements (at least those before its first class or function);
+    a name bound anywhere else in the module is seen through ``module``, the summary."""
     name = target.qualname
     binding = _module_level_binding(tree, name)
     if index.resolve(module.module, name) == target:

@@ -8,10 +8,14 @@ module (``eagle3lint.vllm.protocol``), the holder from the walk the rules use
 from __future__ import annotations
 
 import ast
+import re
+import warnings
+from dataclasses import dataclass
 
 from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
 from eagle3lint.findings import Finding
 from eagle3lint.fix.bases import BaseProblem, base_edits
+from eagle3lint.fix.diff import split_lines
 from eagle3lint.fix.edits import (
     BEFORE,
     BODY_END,
@@ -53,12 +57,60 @@ def _context(env: FixEnv) -> VllmCheckContext | None:
     return context if isinstance(context, VllmCheckContext) and context.protocol is not None else None
 
 
-def _module_of(env: FixEnv, ref: ClassRef) -> tuple[ModuleSummary, ast.Module]:
-    module = env.index.module(ref.module)
-    source = env.sources.get(module.path) if module else None
-    if module is None or not isinstance(source, SourceFile):
-        raise BaseProblem(f"cannot read the file of `{ref.qualname}`")
-    return module, source.tree()
+# A module-level definition starts here: the leading part of a module (its imports) ends.
+_FIRST_DEFINITION = re.compile(r"^(?:class |def |async def |@)", re.M)
+
+
+@dataclass
+class _ModuleView:
+    """One module as the planner reads it: whole-file parses only when nothing smaller will do
+    (a model file is large; the fix needs one class and the imports above it)."""
+
+    summary: ModuleSummary
+    source: SourceFile
+
+    @classmethod
+    def of(cls, env: FixEnv, ref: ClassRef) -> _ModuleView:
+        module = env.index.module(ref.module)
+        source = env.sources.get(module.path) if module else None
+        if module is None or not isinstance(source, SourceFile):
+            raise BaseProblem(f"cannot read the file of `{ref.qualname}`")
+        return cls(module, source)
+
+    def class_def(self, env: FixEnv, ref: ClassRef) -> ast.ClassDef:
+        summary = env.index.class_summary(ref)
+        found = None
+        if summary is not None and "." not in ref.qualname:
+            found = self.source.class_def(summary.name, summary.lineno, summary.end_lineno)
+        if found is None:
+            found = find_class(self.source.tree(), class_path(ref))
+        if found is None:
+            raise BaseProblem(f"`{ref.qualname}` is not defined exactly once in {self.summary.path}")
+        return found
+
+    def leading(self) -> ast.Module:
+        """The statements before the first module-level ``class``/``def`` (the whole module's
+        when that cut does not parse, e.g. inside a string)."""
+        match = _FIRST_DEFINITION.search(self.source.text)
+        if match is not None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return ast.parse(self.source.text[: match.start()], filename=self.summary.path)
+            except SyntaxError:
+                pass
+        tree = self.source.tree()
+        body = []
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            body.append(stmt)
+        return ast.Module(body=body, type_ignores=[])
+
+
+def _declare_base(env: FixEnv, ref: ClassRef, base: ClassRef) -> list[Edit]:
+    view = _ModuleView.of(env, ref)
+    return base_edits(env.index, view.summary, view.leading(), view.class_def(env, ref), ref, base)
 
 
 @register
@@ -75,28 +127,31 @@ class StaleRename(FixPattern):
             return None
         description = template.describe({"former": former, "successor": successor, "class_name": ref.qualname})
         try:
-            module, tree = _module_of(env, ref)
+            view = _ModuleView.of(env, ref)
+            cls = view.class_def(env, ref)
         except BaseProblem as exc:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
-        cls = find_class(tree, class_path(ref))
-        method = own_method(cls, former) if cls is not None else None
-        if cls is None or method is None:
+        method = own_method(cls, former)
+        if method is None:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=f"`{ref.qualname}.{former}` is not defined once")
-        problem = self._problem(tree, cls, method, former, successor)
+        problem = self._problem(view, cls, method, former, successor)
         forwards = any(isinstance(n, ast.Attribute) and n.attr == former for s in method.body for n in ast.walk(s))
-        edits: tuple[Edit, ...] = (RenameMethod(module.path, class_path(ref), former, successor, forwards),)
+        edits: tuple[Edit, ...] = (RenameMethod(view.summary.path, class_path(ref), former, successor, forwards),)
         if problem:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, problem)
         note = f"the call to `{former}` it forwards is renamed too" if forwards else ""
         return PlannedFix(finding, self.name, template.applicability, description, edits, note)
 
     @staticmethod
-    def _problem(tree: ast.Module, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef, former: str, successor: str) -> str | None:
+    def _problem(view: _ModuleView, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef, former: str, successor: str) -> str | None:
         defined = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign))]
         if any(_defines(s, successor) for s in defined):
             return f"`{cls.name}` already defines `{successor}`: merge the two by hand"
         if sum(1 for s in defined if _defines(s, former)) > 1:
             return f"`{cls.name}` defines `{former}` more than once"
+        lines = split_lines(view.source.text)
+        in_method = "".join(lines[method.lineno - 1 : method.end_lineno]).count(former)
+        tree: ast.AST = method if view.source.text.count(former) == in_method else view.source.tree()
         inside = {id(n) for n in ast.walk(method)}
         for node in ast.walk(tree):
             if id(node) in inside:
@@ -131,8 +186,7 @@ class DeclareProtocol(FixPattern):
         protocol = ClassRef(context.protocol.module, context.protocol.name)
         description = template.describe({"protocol": protocol.qualname, "class_name": model.ref.qualname})
         try:
-            module, tree = _module_of(env, model.ref)
-            edits = base_edits(env.index, module, tree, model.ref, protocol)
+            edits = _declare_base(env, model.ref, protocol)
         except BaseProblem as exc:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
         if finding.code in template.setting("proven_codes", []):
@@ -184,8 +238,7 @@ class HolderCollect(FixPattern):
         edits: list[Edit] = []
         try:
             if has_mixin == NO:
-                module, tree = _module_of(env, target)
-                edits += base_edits(env.index, module, tree, target, mixin)
+                edits += _declare_base(env, target, mixin)
         except BaseProblem as exc:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
         if verdict == COLLECTS_NO:
@@ -198,9 +251,8 @@ class HolderCollect(FixPattern):
 
     @staticmethod
     def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> list[Edit]:
-        module, tree = _module_of(env, ref)
-        cls = find_class(tree, class_path(ref))
-        forward = own_method(cls, "forward") if cls is not None else None
+        view = _ModuleView.of(env, ref)
+        forward = own_method(view.class_def(env, ref), "forward")
         if forward is None:
             raise NotCommonShape(f"`{ref.qualname}` does not define its own `forward`")
         where = f"{ref.qualname}.forward"
@@ -211,7 +263,7 @@ class HolderCollect(FixPattern):
         shape = find_decoder_loop(forward, layers, list(template.setting("loop_range", [])), where)
         index = shape.index
         edits: list[Edit] = []
-        path = (module.path, class_path(ref))
+        path = (view.summary.path, class_path(ref))
         if index is None:
             free = [n for n in template.setting("index_names", ["idx"]) if not uses_name(forward, n)]
             if not free:
