@@ -71,6 +71,41 @@ class UsedForCausalLM(LlamaForCausalLM):
         return self.get_eagle3_aux_hidden_state_layers()
 '''
 
+STALE_ELSEWHERE = '''\
+from .llama import LlamaForCausalLM
+
+
+class ElsewhereForCausalLM(LlamaForCausalLM):
+    """Its former getter is called from another module."""
+
+    def get_eagle3_aux_hidden_state_layers(self):
+        return (1, 2, 3)
+'''
+
+STALE_FORWARDS = '''\
+from .llama import LlamaForCausalLM, LlamaModel
+
+
+class ForwardsForCausalLM(LlamaForCausalLM):
+    """Forwards the former getter to a decoder that has neither name."""
+
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+        self.inner = LlamaModel(vllm_config=vllm_config, prefix=prefix)
+
+    def get_eagle3_aux_hidden_state_layers(self):
+        return self.inner.get_eagle3_aux_hidden_state_layers()
+'''
+
+CALLER = '''\
+from .llama import LlamaForCausalLM
+
+
+class CallerForCausalLM(LlamaForCausalLM):
+    def log_layers(self, other):
+        return other.get_eagle3_aux_hidden_state_layers()
+'''
+
 COLLECT_NAMES = '''\
 from itertools import islice
 
@@ -135,6 +170,21 @@ def test_refusals_are_display_only_with_the_reason(tmp_path: Path) -> None:
     assert taken["applicability"] == "display-only" and "`SupportsEagle3` already names something else" in taken["description"]
     used = fixes[("E3L014", "UsedForCausalLM")]
     assert used["applicability"] == "display-only" and "is still used on line 9" in used["description"]
+
+
+def test_a_rename_that_would_break_a_caller_is_only_shown(tmp_path: Path) -> None:
+    registry = {"ElsewhereForCausalLM": "stale_elsewhere", "CallerForCausalLM": "caller"}
+    root = _tree(tmp_path, {"stale_elsewhere.py": STALE_ELSEWHERE, "caller.py": CALLER}, registry)
+    elsewhere = _fixes(root)[("E3L014", "ElsewhereForCausalLM")]
+    assert elsewhere["applicability"] == "display-only"
+    assert "is also named in" in elsewhere["description"] and "caller.py" in elsewhere["description"]
+
+
+def test_a_forwarded_rename_needs_a_delegate_with_either_name(tmp_path: Path) -> None:
+    root = _tree(tmp_path, {"stale_forwards.py": STALE_FORWARDS}, {"ForwardsForCausalLM": "stale_forwards"})
+    forwards = _fixes(root)[("E3L014", "ForwardsForCausalLM")]
+    assert forwards["applicability"] == "display-only"
+    assert "`LlamaModel` (`self.inner`) has neither `get_eagle3_aux_hidden_state_layers` nor" in forwards["description"]
 
 
 def test_collect_picks_free_names_and_leaves_a_taken_one(tmp_path: Path) -> None:

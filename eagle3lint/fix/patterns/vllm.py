@@ -134,8 +134,12 @@ class StaleRename(FixPattern):
         method = own_method(cls, former)
         if method is None:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=f"`{ref.qualname}.{former}` is not defined once")
-        problem = self._problem(view, cls, method, former, successor)
         forwards = any(isinstance(n, ast.Attribute) and n.attr == former for s in method.body for n in ast.walk(s))
+        problem = (
+            self._problem(view, cls, method, former, successor)
+            or _used_elsewhere(env, view.summary.path, former)
+            or (_delegate_problem(env, ref, method, former, successor) if forwards else None)
+        )
         edits: tuple[Edit, ...] = (RenameMethod(view.summary.path, class_path(ref), former, successor, forwards),)
         if problem:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, problem)
@@ -162,6 +166,44 @@ class StaleRename(FixPattern):
             if named or (isinstance(node, ast.Constant) and node.value == former):
                 return f"`{former}` is still used on line {getattr(node, 'lineno', '?')}"
         return None
+
+
+def _used_elsewhere(env: FixEnv, path: str, former: str) -> str | None:
+    """Another engine module naming ``former`` outside methods of that name (stale overrides,
+    which this rule reports and renames too): renaming would break that use."""
+    for module in env.index.modules.values():
+        if module is None or module.path == path:
+            continue
+        source = env.sources.get(module.path)
+        if not isinstance(source, SourceFile) or former not in source.text:
+            continue
+        lines = split_lines(source.text)
+        inside = sum(
+            "".join(lines[fn.lineno - 1 : fn.end_lineno]).count(former)
+            for cls in module.classes.values()
+            for fn in [cls.methods.get(former)]
+            if fn is not None
+        )
+        if source.text.count(former) > inside:
+            return f"`{former}` is also named in {module.path}"
+    return None
+
+
+def _delegate_problem(env: FixEnv, ref: ClassRef, method: ast.FunctionDef | ast.AsyncFunctionDef, former: str, successor: str) -> str | None:
+    """A forwarded ``self.<attr>.<former>()`` renamed to ``<successor>`` must reach an object
+    that has it, or a stale override of its own that is renamed too."""
+    for node in (n for stmt in method.body for n in ast.walk(stmt)):
+        if not (isinstance(node, ast.Attribute) and node.attr == former):
+            continue
+        holder = node.value
+        if not (isinstance(holder, ast.Attribute) and isinstance(holder.value, ast.Name) and holder.value.id == "self"):
+            return f"`{former}` is called on something other than `self.<attribute>` on line {node.lineno}"
+        for held in env.index.attribute_classes(ref, holder.attr):
+            if not isinstance(held, ClassRef):
+                continue  # chosen at run time: any model with EAGLE-3 support has the successor
+            if env.index.lookup(held, successor).status == "missing" and env.index.lookup(held, former).status == "missing":
+                return f"`{held.qualname}` (`self.{holder.attr}`) has neither `{former}` nor `{successor}`"
+    return None
 
 
 def _defines(stmt: ast.stmt, name: str) -> bool:
