@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fix_helpers import copy_before, differing, golden_after, run_in, tree_bytes
+from tests.fix_helpers import copy_before, differing, golden_after, run_in, to_crlf, tree_bytes
 from tests.helpers import FIXTURES, run_cli, run_json
 
 MODELS = Path("vllm/model_executor/models")
@@ -112,3 +112,13 @@ def test_golden_after_files_are_valid_python() -> None:
     for name in GOLDEN:
         for path in (golden_after(name) / MODELS).glob("*.py"):
             ast.parse(path.read_text(), str(path))
+
+
+@pytest.mark.parametrize("name", ["fix_vllm_declare", "fix_vllm_collect"])
+def test_crlf_files_get_the_golden_change_in_crlf(name: str, tmp_path: Path) -> None:
+    root = copy_before(name, tmp_path)
+    for path in (root / MODELS).glob("*.py"):
+        path.write_bytes(to_crlf(path.read_text()).encode())
+    run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
+    for path in (golden_after(name) / MODELS).glob("*.py"):
+        assert (root / MODELS / path.name).read_bytes() == to_crlf(path.read_text()).encode(), path.name
