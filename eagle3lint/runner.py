@@ -170,7 +170,7 @@ def run_check(
             if contract is None and pool.enabled:
                 # The engine's call sites are scanned in a worker while the models parse.
                 pending = pool.submit(extract_contract, engine)
-            index = _engine_index(engine)
+            index = _engine_index(engine, getattr(provider, "texts", None))
             index.provider = provider or (cache.provider(pool.parse) if cache is not None else pool.parse)
             extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
             extra_files = [p for item in extra_models for p in ([item] if item.is_file() else iter_python_files(item))]
@@ -290,11 +290,12 @@ def _open_cache(engine: Engine, settings: Settings) -> Cache:
     return Cache(folder, engine, settings.digest())
 
 
-def _engine_index(engine: Engine) -> ProjectIndex:
+def _engine_index(engine: Engine, texts: dict[str, str] | None = None) -> ProjectIndex:
+    """``texts``: files the fixer edited in memory (path -> text), read instead of the disk."""
     if engine.name == "vllm":
         from eagle3lint.vllm.discovery import build_vllm_index
 
-        return build_vllm_index(engine)
+        return build_vllm_index(engine, texts)
     return build_index(engine)
 
 

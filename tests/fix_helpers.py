@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 import shutil
 import subprocess
 from pathlib import Path
 
-from tests.helpers import FIXTURES, REPO, run_cli
+from tests.helpers import FIXTURES, REPO, release_root, run_cli
 
 MODELS = Path("sglang/srt/models")
 
@@ -48,3 +49,26 @@ def run_in(cwd: Path, *args: str | Path) -> subprocess.CompletedProcess[str]:
     to it), with this checkout importable."""
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     return run_cli(*args, cwd=cwd, env=env)
+
+
+def apply_dry_run(spec: str, models: str, tmp_path: Path, *flags: str, all_proven: bool = False) -> list[str]:
+    """Run the dry run of a real release's ``models`` folder (``sglang/srt/models``), apply its
+    diff with `git apply` and `patch` to copies of that folder, and return the files it changes
+    (each changed and re-parsed). ``all_proven``: no planned fix failed its proof."""
+    done = run_cli("fix", "--release", spec, models, *flags)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    if all_proven:
+        assert " not fixed: " not in done.stderr, done.stderr
+    changed = re.findall(r"^\+\+\+ (\S+)$", done.stdout, re.M)
+    source_root = release_root(spec).parent
+    for tool, command in {"git": ["git", "apply", "-p0", "--whitespace=nowarn"], "patch": ["patch", "-p0", "--quiet"]}.items():
+        work = tmp_path / tool
+        shutil.copytree(source_root / models, work / models)
+        applied = subprocess.run(command, input=done.stdout, text=True, cwd=work, capture_output=True)
+        assert applied.returncode == 0, f"{tool}: {applied.stdout}{applied.stderr}"
+        for name in changed:
+            path = work / name
+            assert path.read_bytes() != (source_root / name).read_bytes(), name
+            ast.parse(path.read_bytes(), str(path))
+    return changed

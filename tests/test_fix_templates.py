@@ -60,4 +60,18 @@ def test_bad_templates_are_clear_errors(tmp_path: Path) -> None:
 
 
 def test_an_engine_without_templates_has_none() -> None:
-    assert load_templates("vllm") == {}
+    assert load_templates("no-such-engine") == {}
+
+
+def test_shipped_vllm_templates_render_valid_python() -> None:
+    templates = load_templates("vllm")
+    assert set(templates) == {"stale-rename", "declare-protocol", "holder-collect"}
+    names = {"former": "a", "successor": "b", "class_name": "C", "protocol": "P", "changes": "x", "path": "self.model",
+             "aux": "aux", "collect": "_collect", "index": "idx", "first_index": "0", "hidden": "h", "residual": "r"}
+    for template in templates.values():
+        template.describe(names)
+        for snippet in template.snippets:
+            ast.parse(template.render(snippet.name, names, snippet.when) or "")
+    assert [p.name for p in patterns_for("vllm", "E3L013")] == ["declare-protocol"]
+    assert [p.name for p in patterns_for("vllm", "E3L011")] == ["holder-collect"]
+    assert patterns_for("vllm", "E3L015") == []

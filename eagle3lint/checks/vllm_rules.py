@@ -99,11 +99,16 @@ class HolderLacksMixin(VllmRule):
     `self._maybe_add_hidden_state(...)` in its decoder loop.
 
     ## Fix safety
-    Display-only: the decoder's loop must also collect (see `forward-never-collects`).
+    Unsafe: `EagleModelMixin` is added to the decoder's bases (with its import) and, when its
+    loop has the common shape (`for idx, layer in enumerate(islice(self.layers, ...))`,
+    `hidden_states, residual = layer(...)`, `return hidden_states`), the
+    `_maybe_add_hidden_state` calls are added to it, as in vLLM's own Llama (`forward`
+    changes). Any other loop shape is display-only.
     """
 
     code = "E3L010"
     name = "holder-lacks-mixin"
+    fix_safety = "unsafe"
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         for model in _targets(ctx):
@@ -167,11 +172,14 @@ class ForwardNeverCollects(VllmRule):
     hidden_states, residual)` and `return hidden_states, aux` when `aux` is not empty.
 
     ## Fix safety
-    Display-only.
+    Unsafe, for a decoder loop of the common shape (see `holder-lacks-mixin`): the
+    `_maybe_add_hidden_state` calls before, in and after the loop (and the mixin when the
+    decoder lacks it). Any other shape, or a tree whose mixin has no collector, is display-only.
     """
 
     code = "E3L011"
     name = "forward-never-collects"
+    fix_safety = "unsafe"
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         for model in _targets(ctx):
@@ -224,11 +232,13 @@ class ProtocolNotDeclared(VllmRule):
     Use instead: `class FooForCausalLM(nn.Module, SupportsPP, SupportsEagle3)`.
 
     ## Fix safety
-    Display-only.
+    Unsafe: `SupportsEagle3` is added to the bases (with its import), after which the runner
+    calls the class's own methods, which nothing proved right.
     """
 
     code = "E3L012"
     name = "protocol-not-declared"
+    fix_safety = "unsafe"
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         proto = ctx.protocol
@@ -274,13 +284,16 @@ class UndeclaredEagle3Support(VllmRule):
     acceptance with a drafter trained for the model.
 
     ## Fix safety
-    Display-only: declaring support promises a trained drafter will work; that is for a
-    maintainer (or `--verify`) to confirm.
+    Safe: `SupportsEagle3` is added to the bases (with its import from the module the tree
+    defines it in); the analysis proved that the decoder the default setter reaches inherits
+    the mixin and collects. Whether a drafter trained for the model is accepted is for
+    `eagle3lint verify` to confirm.
     """
 
     code = "E3L013"
     name = "undeclared-eagle3-support"
     severity = "info"
+    fix_safety = "safe"
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         proto = ctx.protocol
@@ -338,12 +351,15 @@ class StaleInterfaceOverride(Rule):
     inherited default is right.
 
     ## Fix safety
-    Display-only.
+    Safe: the method is renamed to the current member (and a call of the former name it
+    forwards to a delegate with it). Display-only when the class already defines the current
+    member or the former name is still used elsewhere in the module.
     """
 
     code = "E3L014"
     name = "stale-interface-override"
     severity = "warning"
+    fix_safety = "safe"
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         renames: dict[str, str] = {}

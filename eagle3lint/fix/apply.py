@@ -13,18 +13,24 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from eagle3lint.fix.cst_lists import insert_elements
 from eagle3lint.fix.diff import split_lines
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
     BODY_END,
     BODY_START,
+    AddBase,
     AddKeyword,
     ApplyError,
     Edit,
+    EnumerateLoop,
+    ImportName,
     InsertMembers,
     InsertStatements,
+    RenameMethod,
     edit_sort_key,
+    new_import_text,
 )
 from eagle3lint.fix.locate import find_class, own_method
 
@@ -67,7 +73,7 @@ def apply_edits(path: str, text: str, tree: ast.Module, edits: Sequence[Edit], c
     lines = split_lines(text)
     pieces: dict[int, tuple[ast.stmt, list[Edit]]] = {}
     for edit in edits:
-        top = _top_level_statement(tree, edit.class_path)
+        top = _import_anchor(tree, edit) if isinstance(edit, ImportName) else _top_level_statement(tree, edit.class_path)
         pieces.setdefault(id(top), (top, []))[1].append(edit)
     # Bottom-up, so the line numbers of pieces still to do stay valid.
     for top, piece_edits in sorted(pieces.values(), key=lambda item: -item[0].lineno):
@@ -80,15 +86,49 @@ def apply_edits(path: str, text: str, tree: ast.Module, edits: Sequence[Edit], c
             if new_piece is not None:
                 lines[first - 1 : last] = [new_piece]
                 continue
+        if isinstance(top, ast.ClassDef) and all(isinstance(e, AddBase) and e.class_path == (top.name,) for e in piece_edits):
+            new_piece = _add_bases_by_header(lines, top, piece_edits)  # type: ignore[arg-type]
+            if new_piece is not None:
+                lines[first - 1 : last] = [new_piece]
+                continue
         piece_text = "".join(lines[first - 1 : last])
-        key = (path, first, piece_text)
-        parsed = cache.get(key) if cache is not None else None
-        if parsed is None:
-            parsed = ParsedFile.parse(piece_text, line_offset=first - 1)
-            if cache is not None:
-                cache[key] = parsed
-        lines[first - 1 : last] = [_apply_to_piece(parsed, piece_edits)]
+        new_imports = [e for e in piece_edits if isinstance(e, ImportName) and not e.extend]
+        in_piece = [e for e in piece_edits if not (isinstance(e, ImportName) and not e.extend)]
+        new_piece = piece_text
+        if in_piece:
+            key = (path, first, piece_text)
+            parsed = cache.get(key) if cache is not None else None
+            if parsed is None:
+                parsed = ParsedFile.parse(piece_text, line_offset=first - 1)
+                if cache is not None:
+                    cache[key] = parsed
+            new_piece = _apply_to_piece(parsed, in_piece)
+        if new_imports:
+            new_piece += _new_import_lines(new_piece, lines, new_imports)
+        lines[first - 1 : last] = [new_piece]
     return "".join(lines)
+
+
+def _import_anchor(tree: ast.Module, edit: ImportName) -> ast.stmt:
+    found = [stmt for stmt in tree.body if stmt.lineno == edit.line]
+    if len(found) != 1:
+        raise ApplyError(f"no single module-level statement starts on line {edit.line}")
+    if edit.extend and not isinstance(found[0], ast.ImportFrom):
+        raise ApplyError(f"line {edit.line} holds no `from ... import` to add `{edit.name}` to")
+    return found[0]
+
+
+def _new_import_lines(piece: str, lines: list[str], edits: list[ImportName]) -> str:
+    """New import statements after a module-level statement, in the file's line ending."""
+    ending = re.search(r"\r?\n$", piece) or re.search(r"\r?\n", "".join(lines[:2]))
+    newline = ending.group(0) if ending else "\n"
+    by_module: dict[str, list[str]] = {}
+    for edit in edits:
+        by_module.setdefault(edit.module, []).append(edit.name)
+    text = "" if piece.endswith("\n") else newline
+    for module in sorted(by_module):
+        text += new_import_text(module, by_module[module]) + newline
+    return text
 
 
 def _first_line(stmt: ast.stmt) -> int:
@@ -136,6 +176,27 @@ def _insert_members_by_excerpt(
     return "".join(piece)
 
 
+def _add_bases_by_header(lines: list[str], cls: ast.ClassDef, edits: list[AddBase]) -> str | None:
+    """Bases added to a module-level class by parsing only its header (decorators, ``class``
+    line, up to its first body statement) with a stand-in body; None when that does not work
+    out (the caller then parses the whole class)."""
+    first, last = _first_line(cls), cls.end_lineno or cls.lineno
+    body_line = _first_line(cls.body[0])
+    if body_line <= cls.lineno:
+        return None  # ``class A(B): x = 1``
+    header = "".join(lines[first - 1 : body_line - 1])
+    newline = "\r\n" if header.endswith("\r\n") else "\n"
+    stand_in = f"    pass{newline}"
+    try:
+        parsed = ParsedFile.parse(header + stand_in)
+    except ApplyError:
+        return None
+    new_header = _apply_to_piece(parsed, edits)
+    if not new_header.endswith(stand_in):
+        return None
+    return new_header[: -len(stand_in)] + "".join(lines[body_line - 1 : last])
+
+
 def _text_spacing(cls: ast.ClassDef, lines: list[str]) -> int:
     """Blank lines the class puts before its methods, read from the text (1 unless it
     consistently uses more); the same rule as :func:`_member_spacing`."""
@@ -168,8 +229,14 @@ def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | No
     module = parsed.module
     placement = _Placement()
     for edit in sorted(edits, key=edit_sort_key):
+        if isinstance(edit, ImportName):
+            statement = _find_import_from(module)
+            alias = cst.ImportAlias(name=cst.Name(edit.name))
+            placement.imports[id(statement)].append((edit.position, edit.name, alias))
+            placement.visit |= {id(module), id(module.body[0])}
+            continue
         cls = _find_class(module, edit.class_path)
-        placement.visit |= _path_ids(module, cls, _statement_container) | {id(cls), id(_block(cls))}
+        placement.visit |= _path_ids(module, cls, _statement_container) | {id(cls), id(cls.body)}
         if isinstance(edit, InsertMembers):
             nodes = _snippet(edit.source, module)
             blank = [cst.EmptyLine(indent=False)] * (spacing or _member_spacing(cls))
@@ -202,7 +269,28 @@ def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | No
             call = _find_call(parsed, fn, edit.line, edit.func)
             placement.keywords[id(call)].append((edit.keyword, edit.value))
             placement.visit |= _path_ids(cls, call, lambda node: True)
+        elif isinstance(edit, AddBase):
+            base = cst.Arg(value=cst.parse_expression(edit.name))
+            placement.bases[id(cls)].append((edit.position, edit.name, base))
+        elif isinstance(edit, RenameMethod):
+            fn = _find_function(cls, edit.old)
+            placement.renames[id(fn)] = edit
+        elif isinstance(edit, EnumerateLoop):
+            fn = _find_function(cls, edit.function)
+            loop = _find_statement(parsed, fn, edit.line, "For")
+            placement.loops[id(loop)] = edit
+            placement.visit |= _path_ids(cls, loop, _statement_container) | {id(fn)}
     return module.visit(_Inserter(placement)).code
+
+
+def _find_import_from(module: cst.Module) -> cst.ImportFrom:
+    """The piece of an import edit is its one ``from ... import ...`` statement."""
+    line = module.body[0] if len(module.body) == 1 else None
+    if not isinstance(line, cst.SimpleStatementLine) or len(line.body) != 1 or not isinstance(line.body[0], cst.ImportFrom):
+        raise ApplyError("the import to extend is not a lone `from ... import ...` statement")
+    if isinstance(line.body[0].names, cst.ImportStar):
+        raise ApplyError("cannot add a name to `import *`")
+    return line.body[0]
 
 
 # ---- locating nodes --------------------------------------------------------------------------
@@ -352,6 +440,10 @@ class _Placement:
     body_start: defaultdict[int, list[Statement]] = field(default_factory=lambda: defaultdict(list))
     body_end: defaultdict[int, list[Statement]] = field(default_factory=lambda: defaultdict(list))
     keywords: defaultdict[int, list[tuple[str, str]]] = field(default_factory=lambda: defaultdict(list))
+    bases: defaultdict[int, list[tuple[int, str, cst.Arg]]] = field(default_factory=lambda: defaultdict(list))
+    imports: defaultdict[int, list[tuple[int, str, cst.ImportAlias]]] = field(default_factory=lambda: defaultdict(list))
+    renames: dict[int, RenameMethod] = field(default_factory=dict)
+    loops: dict[int, EnumerateLoop] = field(default_factory=dict)
     # Nodes whose children the transformer enters: the ancestors of everything edited (the rest
     # of a class is never walked, which keeps the cost near the size of the edit).
     visit: set[int] = field(default_factory=set)
@@ -441,3 +533,64 @@ class _Inserter(cst.CSTTransformer):
             args[-1] = last.with_changes(comma=separator, whitespace_after_arg=cst.SimpleWhitespace(""))
             args.append(new_arg)
         return updated_node.with_changes(args=args)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        additions = self.placement.bases.get(id(original_node))
+        if not additions:
+            return updated_node
+        lpar = updated_node.lpar if isinstance(updated_node.lpar, cst.LeftParen) else cst.LeftParen()
+        rpar = updated_node.rpar if isinstance(updated_node.rpar, cst.RightParen) else cst.RightParen()
+        count = len(updated_node.bases)
+        combined = insert_elements([*updated_node.bases, *updated_node.keywords], additions, lpar.whitespace_after)
+        count += len(additions)
+        return updated_node.with_changes(bases=combined[:count], keywords=combined[count:], lpar=lpar, rpar=rpar)
+
+    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom:
+        additions = self.placement.imports.get(id(original_node))
+        if not additions or isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        opening = updated_node.lpar.whitespace_after if isinstance(updated_node.lpar, cst.LeftParen) else None
+        return updated_node.with_changes(names=insert_elements(list(updated_node.names), additions, opening))
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        rename = self.placement.renames.get(id(original_node))
+        if rename is None:
+            return updated_node
+        node = updated_node.with_changes(name=cst.Name(rename.new))
+        if rename.attributes:
+            node = node.with_changes(body=node.body.visit(_RenameAttributes(rename.old, rename.new)))
+        return node
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        loop = self.placement.loops.get(id(original_node))
+        if loop is None:
+            return updated_node
+        target = cst.Tuple(
+            elements=[cst.Element(cst.Name(loop.index), comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))), cst.Element(updated_node.target)],
+            lpar=[],
+            rpar=[],
+        )
+        args = [cst.Arg(updated_node.iter)]
+        if loop.start is not None:
+            args = [
+                cst.Arg(updated_node.iter, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+                cst.Arg(
+                    cst.parse_expression(loop.start),
+                    keyword=cst.Name("start"),
+                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace("")),
+                ),
+            ]
+        return updated_node.with_changes(target=target, iter=cst.Call(func=cst.Name("enumerate"), args=args))
+
+
+class _RenameAttributes(cst.CSTTransformer):
+    """``x.<old>`` -> ``x.<new>`` everywhere in a method body."""
+
+    def __init__(self, old: str, new: str) -> None:
+        super().__init__()
+        self.old, self.new = old, new
+
+    def leave_Attribute(self, original_node: cst.Attribute, updated_node: cst.Attribute) -> cst.Attribute:
+        if updated_node.attr.value == self.old:
+            return updated_node.with_changes(attr=cst.Name(self.new))
+        return updated_node

@@ -69,7 +69,72 @@ class AddKeyword:
         return f"pass `{self.keyword}=` to `{self.func}` on line {self.line}"
 
 
-Edit = InsertMembers | InsertStatements | AddKeyword
+@dataclass(frozen=True)
+class AddBase:
+    """Insert the base ``name`` into the bases of a class, at ``position`` among its positional
+    bases (their count: after the last one, before any keyword such as ``metaclass=``)."""
+
+    path: str
+    class_path: tuple[str, ...]
+    name: str
+    position: int
+
+    def describe(self) -> str:
+        return f"add the base `{self.name}` to `{'.'.join(self.class_path)}`"
+
+
+@dataclass(frozen=True)
+class RenameMethod:
+    """Rename the method ``old`` of a class to ``new``; with ``attributes``, every ``x.<old>``
+    inside the method is renamed too (a forwarding body calls the same member on its delegate)."""
+
+    path: str
+    class_path: tuple[str, ...]
+    old: str
+    new: str
+    attributes: bool = False
+
+    def describe(self) -> str:
+        return f"rename `{'.'.join(self.class_path)}.{self.old}` to `{self.new}`"
+
+
+@dataclass(frozen=True)
+class EnumerateLoop:
+    """Give an index to the ``for <target> in <iterable>:`` starting on ``line`` inside a method:
+    ``for <index>, <target> in enumerate(<iterable>[, start=<start>]):``."""
+
+    path: str
+    class_path: tuple[str, ...]
+    function: str
+    line: int
+    index: str
+    start: str | None = None
+
+    def describe(self) -> str:
+        return f"number the loop on line {self.line} of `{'.'.join(self.class_path)}.{self.function}` with `{self.index}`"
+
+
+@dataclass(frozen=True)
+class ImportName:
+    """Bind ``name`` with ``from <module> import <name>`` at module level: added to the
+    ``from <module> import ...`` statement starting on ``line`` (``extend``; at ``position``
+    among its names), or as a new statement after the module-level statement starting on
+    ``line``. New imports of one module after one statement become one statement, names sorted."""
+
+    path: str
+    module: str  # as written: ".interfaces" or "vllm.model_executor.models.interfaces"
+    name: str
+    line: int
+    extend: bool
+    position: int = 0
+
+    def describe(self) -> str:
+        return f"import `{self.name}` from `{self.module}`"
+
+
+Edit = InsertMembers | InsertStatements | AddKeyword | AddBase | RenameMethod | EnumerateLoop | ImportName
+# Edits made inside a class (the others act on module-level statements).
+ClassEdit = InsertMembers | InsertStatements | AddKeyword | AddBase | RenameMethod | EnumerateLoop
 
 
 def edit_sort_key(edit: Edit) -> tuple[int, int, str]:
@@ -77,4 +142,18 @@ def edit_sort_key(edit: Edit) -> tuple[int, int, str]:
         return (0, edit.order, edit.name)
     if isinstance(edit, InsertStatements):
         return (1, edit.anchor_line, edit.where)
-    return (2, edit.line, edit.keyword)
+    if isinstance(edit, AddKeyword):
+        return (2, edit.line, edit.keyword)
+    if isinstance(edit, AddBase):
+        return (3, edit.position, edit.name)
+    if isinstance(edit, RenameMethod):
+        return (4, 0, edit.old)
+    if isinstance(edit, EnumerateLoop):
+        return (5, edit.line, edit.index)
+    return (6, edit.line, f"{edit.module} {edit.position:09d} {edit.name}")
+
+
+def new_import_text(module: str, names: list[str]) -> str:
+    """The statement that new imports of ``module`` after one anchor become (apply and proof
+    both build it from this rule)."""
+    return f"from {module} import {', '.join(sorted(set(names)))}"

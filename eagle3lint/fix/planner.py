@@ -1,6 +1,6 @@
 """Finding -> planned fix: which pattern fits, with which names, at which applicability.
 
-Patterns are small classes registered per engine (``patterns/sglang.py``, later
+Patterns are small classes registered per engine (``patterns/sglang.py``,
 ``patterns/vllm.py``) under ``(engine, pattern name)``; each answers some rule codes and reads
 its template from ``rules/templates/<engine>/<pattern>.toml``. The planner only reads: the
 index, the contract, and each file's ``ast``; nothing here imports libcst.
@@ -12,7 +12,7 @@ import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.contract import ContractSite
@@ -69,6 +69,8 @@ class FixEnv:
     scope: list[Path]
     ctx: CheckContext = field(init=False)
     templates: dict[str, TemplateSet] = field(init=False)
+    # Analyses an engine's patterns share across findings (vLLM's rule context).
+    shared: dict[str, Any] = field(init=False, default_factory=dict)
     _models: dict[str, ModelClass] = field(init=False)
 
     def __post_init__(self) -> None:

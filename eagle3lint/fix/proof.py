@@ -1,6 +1,7 @@
 """Proving one file's edit before it is shown or written (black-style): the new text parses and
-compiles; its ``ast`` equals the original ``ast`` with exactly the planned nodes inserted (the
-edits replayed independently on the ``ast``); the file's newline and indent style is kept.
+compiles; its ``ast`` equals the original ``ast`` with exactly the planned change (nodes
+inserted, bases or imported names added, a method renamed, a loop numbered: the edits replayed
+independently on the ``ast``); the file's newline and indent style is kept.
 The re-check and the second run, which need the whole tree, live in ``session``."""
 
 from __future__ import annotations
@@ -16,10 +17,14 @@ from eagle3lint.fix.edits import (
     BEFORE,
     BODY_END,
     BODY_START,
+    AddBase,
     AddKeyword,
     Edit,
+    EnumerateLoop,
+    ImportName,
     InsertMembers,
     InsertStatements,
+    RenameMethod,
     edit_sort_key,
 )
 from eagle3lint.fix.locate import (
@@ -42,7 +47,8 @@ def prove_file(path: str, original: str, original_tree: ast.Module, new: str, ed
     the edits replayed on them, and their ``ast`` compared with the new text's. Every other
     module-level statement must have exactly its original text: a module-level statement starts
     with the tokenizer in its initial state, so the same text parses to the same ``ast``
-    (cheaper than dumping both trees). ``original_tree`` is not modified.
+    (cheaper than dumping both trees). New import statements must be exactly the planned ones,
+    right after their anchor. ``original_tree`` is not modified.
     """
     try:
         with warnings.catch_warnings():
@@ -50,27 +56,40 @@ def prove_file(path: str, original: str, original_tree: ast.Module, new: str, ed
             new_tree = ast.parse(new, filename=path)
     except SyntaxError as exc:
         raise ProofError(f"the new text does not parse: line {exc.lineno}: {exc.msg}") from exc
-    if len(new_tree.body) != len(original_tree.body):
-        raise ProofError("the new text has a different number of module-level statements")
     lines = split_lines(original)
     new_lines = split_lines(new)
     edited: dict[int, list[Edit]] = {}
+    added: dict[int, dict[str, list[str]]] = {}  # new imports after a module-level statement
     for edit in edits:
-        edited.setdefault(_top_index(original_tree, edit.class_path), []).append(edit)
-    for index, (old, now) in enumerate(zip(original_tree.body, new_tree.body, strict=True)):
+        if isinstance(edit, ImportName):
+            index = _line_index(original_tree, edit.line)
+            if not edit.extend:
+                added.setdefault(index, {}).setdefault(edit.module, []).append(edit.name)
+                continue
+        else:
+            index = _top_index(original_tree, edit.class_path)
+        edited.setdefault(index, []).append(edit)
+    if len(new_tree.body) != len(original_tree.body) + sum(len(modules) for modules in added.values()):
+        raise ProofError("the new text has a different number of module-level statements")
+    now_statements = iter(new_tree.body)
+    for index, old in enumerate(original_tree.body):
+        now = next(now_statements)
         if index not in edited:
             if type(old) is not type(now) or _text(old, lines) != _text(now, new_lines):
                 raise ProofError(f"the statement on line {old.lineno} changed although no edit was planned there")
-            continue
-        expected = replay_on_ast(_fresh(old, lines, path), edited[index])
-        if ast.dump(expected.body[0]) != ast.dump(now):
-            raise ProofError(f"the statement on line {old.lineno} is not the original plus exactly the inserted code")
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                compile(ast.Module(body=[now], type_ignores=[]), path, "exec", dont_inherit=True)
-        except SyntaxError as exc:
-            raise ProofError(f"the edited code does not compile: line {exc.lineno}: {exc.msg}") from exc
+        else:
+            expected = replay_on_ast(_fresh(old, lines, path), edited[index])
+            if ast.dump(expected.body[0]) != ast.dump(now):
+                raise ProofError(f"the statement on line {old.lineno} is not the original plus exactly the inserted code")
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    compile(ast.Module(body=[now], type_ignores=[]), path, "exec", dont_inherit=True)
+            except SyntaxError as exc:
+                raise ProofError(f"the edited code does not compile: line {exc.lineno}: {exc.msg}") from exc
+        for module, names in sorted(added.get(index, {}).items()):
+            if ast.dump(_import_node(module, names)) != ast.dump(next(now_statements)):
+                raise ProofError(f"the import after line {old.end_lineno} is not exactly `from {module} import {', '.join(sorted(set(names)))}`")
     style = style_problem(original, new)
     if style:
         raise ProofError(style)
@@ -85,6 +104,23 @@ def _top_index(tree: ast.Module, class_path: tuple[str, ...]) -> int:
         if stmt.lineno <= cls.lineno <= (stmt.end_lineno or stmt.lineno):
             return index
     raise ProofError(f"class `{'.'.join(class_path)}` is not inside a module-level statement")
+
+
+def _line_index(tree: ast.Module, line: int) -> int:
+    found = [index for index, stmt in enumerate(tree.body) if stmt.lineno == line]
+    if len(found) != 1:
+        raise ProofError(f"no single module-level statement starts on line {line} of the original")
+    return found[0]
+
+
+def _import_node(module: str, names: list[str]) -> ast.ImportFrom:
+    """``from <module> import <names, sorted>`` built directly as an ``ast`` node."""
+    relative = module[: len(module) - len(module.lstrip("."))]
+    return ast.ImportFrom(
+        module=module[len(relative) :] or None,
+        names=[ast.alias(name=name, asname=None) for name in sorted(set(names))],
+        level=len(relative),
+    )
 
 
 def _first_line(stmt: ast.stmt) -> int:
@@ -114,7 +150,12 @@ def replay_on_ast(tree: ast.Module, edits: Sequence[Edit]) -> ast.Module:
         key = (id(body), where, id(anchor))
         groups.setdefault(key, (body, anchor, where, []))[3].extend(ast.parse(source).body)
 
+    bases: dict[int, tuple[ast.ClassDef, list[tuple[int, str]]]] = {}
+    names: list[tuple[int, str]] = []
     for edit in sorted(edits, key=edit_sort_key):
+        if isinstance(edit, ImportName):
+            names.append((edit.position, edit.name))
+            continue
         cls = find_class(tree, edit.class_path)
         if cls is None:
             raise ProofError(f"class `{'.'.join(edit.class_path)}` not found once in the original")
@@ -146,6 +187,33 @@ def replay_on_ast(tree: ast.Module, edits: Sequence[Edit]) -> ast.Module:
                 raise ProofError(f"no single call of `{edit.func}` on line {edit.line}")
             value = ast.parse(edit.value, mode="eval").body
             calls[0].keywords.append(ast.keyword(arg=edit.keyword, value=value))
+        elif isinstance(edit, AddBase):
+            bases.setdefault(id(cls), (cls, []))[1].append((edit.position, edit.name))
+        elif isinstance(edit, RenameMethod):
+            fn = _method(cls, edit.old)
+            fn.name = edit.new
+            if edit.attributes:
+                for node in (n for stmt in fn.body for n in ast.walk(stmt)):
+                    if isinstance(node, ast.Attribute) and node.attr == edit.old:
+                        node.attr = edit.new
+        elif isinstance(edit, EnumerateLoop):
+            found = find_statement(_method(cls, edit.function), edit.line, "For")
+            if found is None or not isinstance(found[0], ast.For):
+                raise ProofError(f"no single `for` on line {edit.line} of `{edit.function}`")
+            loop = found[0]
+            keywords = [ast.keyword(arg="start", value=ast.parse(edit.start, mode="eval").body)] if edit.start else []
+            loop.target = ast.Tuple(elts=[ast.Name(id=edit.index, ctx=ast.Store()), loop.target], ctx=ast.Store())
+            loop.iter = ast.Call(func=ast.Name(id="enumerate", ctx=ast.Load()), args=[loop.iter], keywords=keywords)
+    # Several insertions at one place go in name order: insert from the last back.
+    for cls, additions in bases.values():
+        for position, name in sorted(additions, reverse=True):
+            cls.bases.insert(position, ast.parse(name, mode="eval").body)
+    if names:
+        statement = tree.body[0] if len(tree.body) == 1 else None
+        if not isinstance(statement, ast.ImportFrom):
+            raise ProofError("the import to extend is not a `from ... import ...` statement")
+        for position, name in sorted(names, reverse=True):
+            statement.names.insert(position, ast.alias(name=name, asname=None))
     for body, anchor, where, nodes in groups.values():
         if where == BODY_START:
             body[0:0] = nodes

@@ -38,35 +38,48 @@ def summarize_text(request: ParseRequest, text: str, tree: ast.Module | None = N
     return summary
 
 
+class OverlayProvider:
+    """Summaries of ``changed`` texts; the previous index's summaries for everything else (they
+    already reflect ``earlier`` edits); ``earlier`` texts or the disk for modules it never read.
+    ``texts`` holds every edited text, for analyses that re-read function bodies."""
+
+    def __init__(
+        self,
+        previous: ProjectIndex,
+        changed: dict[str, str],
+        earlier: dict[str, str],
+        summaries: dict[str, ModuleSummary] | None = None,
+    ) -> None:
+        self.previous, self.changed, self.earlier, self.summaries = previous, changed, earlier, summaries or {}
+        self.texts = {**earlier, **changed}
+
+    def __call__(self, requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
+        out: list[ModuleSummary | FileError] = []
+        for request in requests:
+            if request.path in self.changed:
+                ready = self.summaries.get(request.path)
+                if ready is not None and ready.module == request.module:
+                    out.append(ready)
+                else:
+                    out.append(summarize_text(request, self.changed[request.path]))
+                continue
+            known = self.previous.modules.get(request.module)
+            if known is not None:
+                out.append(known)
+            elif request.path in self.earlier:
+                out.append(summarize_text(request, self.earlier[request.path]))
+            else:
+                out.append(parse_module(request))
+        return out
+
+
 def overlay_provider(
     previous: ProjectIndex,
     changed: dict[str, str],
     earlier: dict[str, str],
     summaries: dict[str, ModuleSummary] | None = None,
 ) -> SummaryProvider:
-    """Summaries of ``changed`` texts; the previous index's summaries for everything else (they
-    already reflect ``earlier`` edits); ``earlier`` texts or the disk for modules it never read."""
-
-    def provide(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
-        out: list[ModuleSummary | FileError] = []
-        for request in requests:
-            if request.path in changed:
-                ready = (summaries or {}).get(request.path)
-                if ready is not None and ready.module == request.module:
-                    out.append(ready)
-                else:
-                    out.append(summarize_text(request, changed[request.path]))
-                continue
-            known = previous.modules.get(request.module)
-            if known is not None:
-                out.append(known)
-            elif request.path in earlier:
-                out.append(summarize_text(request, earlier[request.path]))
-            else:
-                out.append(parse_module(request))
-        return out
-
-    return provide
+    return OverlayProvider(previous, changed, earlier, summaries)
 
 
 def recheck(

@@ -338,8 +338,11 @@ def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckRe
 
     A finding is new when its class and member had no finding before: a wrapper whose inner
     model got fixed moves from "missing" (E3L001) to "does not delegate" (E3L004), the same gap.
+    An information finding on a class that had findings before is the same gap too: a vLLM
+    model whose decoder got fixed moves from "missing" to "one line away" (E3L013).
     """
     before_members = {(f.qualname, f.method) for f in before.findings}
+    before_classes = {f.qualname for f in before.findings}
     after_keys = {finding_key(f) for f in after.findings}
     blame: dict[int, str] = {}
     for plan in candidates:
@@ -347,6 +350,8 @@ def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckRe
             blame[id(plan)] = "the re-check of the fixed tree still reports it"
     for finding in after.findings:
         if (finding.qualname, finding.method) in before_members:
+            continue
+        if finding.severity == "info" and finding.qualname in before_classes:
             continue
         involved = _files_behind(after, finding) | {finding.path}
         culprits = [p for p in candidates if p.paths & involved] or candidates

@@ -4,6 +4,7 @@ included, classified by the registry section that lists it and by its shape."""
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,7 +38,8 @@ class Discovery:
     registered_only: list[ModelClass] = field(default_factory=list)
 
 
-def build_vllm_index(engine: Engine) -> VllmIndex:
+def build_vllm_index(engine: Engine, texts: Mapping[str, str] | None = None) -> VllmIndex:
+    """``texts``: edited texts (the fixer's re-check) the body re-reads see instead of the disk."""
     pack = engine.pack
     vpack = vllm_pack(pack)
     walk = (
@@ -49,7 +51,7 @@ def build_vllm_index(engine: Engine) -> VllmIndex:
     # demand (eagle3lint.vllm.snippets), cheaper than walking every method of the files.
     index = VllmIndex(engine, walk_names=walk)
     index.vpack = vpack
-    index.snippets = SnippetReader()
+    index.snippets = SnippetReader(texts)
     try:
         index.model_class_pattern = re.compile(vpack.inner_model_class)
     except re.error as exc:

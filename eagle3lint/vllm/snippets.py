@@ -3,20 +3,22 @@
 Summaries keep no bodies (that is what keeps the index cheap). The holder analysis needs a body
 now and then: a setter override, a ``_init_model`` factory method, the ``with
 self._mark_language_model(...)`` block of an ``__init__``. Those are parsed on their own, from
-the function's lines only, and cached.
+the function's lines only, and cached. The fixer's re-check gives the edited texts, which are
+read instead of the files on disk.
 """
 
 from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Mapping
 
 from eagle3lint.sources import decode_source, read_source
 
 
 class SnippetReader:
-    def __init__(self) -> None:
-        self._lines: dict[str, list[str] | None] = {}
+    def __init__(self, texts: Mapping[str, str] | None = None) -> None:
+        self._lines: dict[str, list[str] | None] = {path: text.splitlines() for path, text in (texts or {}).items()}
         self._trees: dict[tuple[str, int, int], ast.Module | None] = {}
 
     def lines(self, path: str) -> list[str] | None:

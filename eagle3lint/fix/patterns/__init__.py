@@ -1,3 +1,3 @@
 """Fix patterns, one module per engine; importing this package registers them all."""
 
-from eagle3lint.fix.patterns import sglang  # noqa: F401
+from eagle3lint.fix.patterns import sglang, vllm  # noqa: F401

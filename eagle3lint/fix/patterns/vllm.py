@@ -1,0 +1,333 @@
+"""vLLM fix patterns: stale-name renames, declaring the protocol, the holder's mixin and collect.
+
+Every name comes from the tree in front of us: the protocol and the mixin from its interfaces
+module (``eagle3lint.vllm.protocol``), the holder from the walk the rules use
+(``eagle3lint.vllm.holders``), the loop shape from the decoder's own ``forward``.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+from dataclasses import dataclass
+
+from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
+from eagle3lint.findings import Finding
+from eagle3lint.fix.bases import BaseProblem, base_edits
+from eagle3lint.fix.diff import split_lines
+from eagle3lint.fix.edits import (
+    BEFORE,
+    BODY_END,
+    Edit,
+    EnumerateLoop,
+    InsertStatements,
+    RenameMethod,
+)
+from eagle3lint.fix.locate import find_class, own_method
+from eagle3lint.fix.patterns.vllm_loop import NotCommonShape, find_decoder_loop, uses_name
+from eagle3lint.fix.planner import (
+    DISPLAY_ONLY,
+    UNSAFE,
+    FixEnv,
+    FixPattern,
+    PlannedFix,
+    class_path,
+    register,
+)
+from eagle3lint.fix.templates import TemplateSet
+from eagle3lint.fix.texts import SourceFile
+from eagle3lint.index import ClassRef
+from eagle3lint.summary import ModuleSummary
+from eagle3lint.vllm.collect import NO as COLLECTS_NO
+from eagle3lint.vllm.collect import YES as COLLECTS_YES
+from eagle3lint.vllm.holders import RESOLVED
+from eagle3lint.vllm.protocol import VllmContract
+
+
+def _context(env: FixEnv) -> VllmCheckContext | None:
+    """The rules' vLLM context for this check result, built once per fix run."""
+    if "vllm" not in env.shared:
+        result = env.result
+        extra = result.contract.extra.get("vllm")
+        env.shared["vllm"] = VllmCheckContext(
+            index=env.index, contract=result.contract, models=result.models, vllm=extra if isinstance(extra, VllmContract) else None
+        )
+    context = env.shared["vllm"]
+    return context if isinstance(context, VllmCheckContext) and context.protocol is not None else None
+
+
+# A module-level definition starts here: the leading part of a module (its imports) ends.
+_FIRST_DEFINITION = re.compile(r"^(?:class |def |async def |@)", re.M)
+
+
+@dataclass
+class _ModuleView:
+    """One module as the planner reads it: whole-file parses only when nothing smaller will do
+    (a model file is large; the fix needs one class and the imports above it)."""
+
+    summary: ModuleSummary
+    source: SourceFile
+
+    @classmethod
+    def of(cls, env: FixEnv, ref: ClassRef) -> _ModuleView:
+        module = env.index.module(ref.module)
+        source = env.sources.get(module.path) if module else None
+        if module is None or not isinstance(source, SourceFile):
+            raise BaseProblem(f"cannot read the file of `{ref.qualname}`")
+        return cls(module, source)
+
+    def class_def(self, env: FixEnv, ref: ClassRef) -> ast.ClassDef:
+        summary = env.index.class_summary(ref)
+        found = None
+        if summary is not None and "." not in ref.qualname:
+            found = self.source.class_def(summary.name, summary.lineno, summary.end_lineno)
+        if found is None:
+            found = find_class(self.source.tree(), class_path(ref))
+        if found is None:
+            raise BaseProblem(f"`{ref.qualname}` is not defined exactly once in {self.summary.path}")
+        return found
+
+    def leading(self) -> ast.Module:
+        """The statements before the first module-level ``class``/``def`` (the whole module's
+        when that cut does not parse, e.g. inside a string)."""
+        match = _FIRST_DEFINITION.search(self.source.text)
+        if match is not None:
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    return ast.parse(self.source.text[: match.start()], filename=self.summary.path)
+            except SyntaxError:
+                pass
+        tree = self.source.tree()
+        body = []
+        for stmt in tree.body:
+            if isinstance(stmt, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                break
+            body.append(stmt)
+        return ast.Module(body=body, type_ignores=[])
+
+
+def _declare_base(env: FixEnv, ref: ClassRef, base: ClassRef) -> list[Edit]:
+    view = _ModuleView.of(env, ref)
+    return base_edits(env.index, view.summary, view.leading(), view.class_def(env, ref), ref, base)
+
+
+@register
+class StaleRename(FixPattern):
+    engine = "vllm"
+    name = "stale-rename"
+    codes = ("E3L014",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        former, successor = finding.data.get("former"), finding.data.get("successor")
+        ref = env.index.resolve_qualified(finding.qualname)
+        if template is None or not isinstance(former, str) or not isinstance(successor, str) or not isinstance(ref, ClassRef):
+            return None
+        description = template.describe({"former": former, "successor": successor, "class_name": ref.qualname})
+        try:
+            view = _ModuleView.of(env, ref)
+            cls = view.class_def(env, ref)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        method = own_method(cls, former)
+        if method is None:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=f"`{ref.qualname}.{former}` is not defined once")
+        forwards = any(isinstance(n, ast.Attribute) and n.attr == former for s in method.body for n in ast.walk(s))
+        problem = (
+            self._problem(view, cls, method, former, successor)
+            or _used_elsewhere(env, view.summary.path, former)
+            or (_delegate_problem(env, ref, method, former, successor) if forwards else None)
+        )
+        edits: tuple[Edit, ...] = (RenameMethod(view.summary.path, class_path(ref), former, successor, forwards),)
+        if problem:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, problem)
+        note = f"the call to `{former}` it forwards is renamed too" if forwards else ""
+        return PlannedFix(finding, self.name, template.applicability, description, edits, note)
+
+    @staticmethod
+    def _problem(view: _ModuleView, cls: ast.ClassDef, method: ast.FunctionDef | ast.AsyncFunctionDef, former: str, successor: str) -> str | None:
+        defined = [s for s in cls.body if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Assign, ast.AnnAssign))]
+        if any(_defines(s, successor) for s in defined):
+            return f"`{cls.name}` already defines `{successor}`: merge the two by hand"
+        if sum(1 for s in defined if _defines(s, former)) > 1:
+            return f"`{cls.name}` defines `{former}` more than once"
+        lines = split_lines(view.source.text)
+        in_method = "".join(lines[method.lineno - 1 : method.end_lineno]).count(former)
+        tree: ast.AST = method if view.source.text.count(former) == in_method else view.source.tree()
+        inside = {id(n) for n in ast.walk(method)}
+        for node in ast.walk(tree):
+            if id(node) in inside:
+                if isinstance(node, ast.Constant) and node.value == former:
+                    return f"`{former}` is named in a string on line {node.lineno}"
+                continue
+            named = (isinstance(node, ast.Attribute) and node.attr == former) or (isinstance(node, ast.Name) and node.id == former)
+            if named or (isinstance(node, ast.Constant) and node.value == former):
+                return f"`{former}` is still used on line {getattr(node, 'lineno', '?')}"
+        return None
+
+
+def _used_elsewhere(env: FixEnv, path: str, former: str) -> str | None:
+    """Another engine module naming ``former`` outside methods of that name (stale overrides,
+    which this rule reports and renames too): renaming would break that use."""
+    for module in env.index.modules.values():
+        if module is None or module.path == path:
+            continue
+        source = env.sources.get(module.path)
+        if not isinstance(source, SourceFile) or former not in source.text:
+            continue
+        lines = split_lines(source.text)
+        inside = sum(
+            "".join(lines[fn.lineno - 1 : fn.end_lineno]).count(former)
+            for cls in module.classes.values()
+            for fn in [cls.methods.get(former)]
+            if fn is not None
+        )
+        if source.text.count(former) > inside:
+            return f"`{former}` is also named in {module.path}"
+    return None
+
+
+def _delegate_problem(env: FixEnv, ref: ClassRef, method: ast.FunctionDef | ast.AsyncFunctionDef, former: str, successor: str) -> str | None:
+    """A forwarded ``self.<attr>.<former>()`` renamed to ``<successor>`` must reach an object
+    that has it, or a stale override of its own that is renamed too."""
+    for node in (n for stmt in method.body for n in ast.walk(stmt)):
+        if not (isinstance(node, ast.Attribute) and node.attr == former):
+            continue
+        holder = node.value
+        if not (isinstance(holder, ast.Attribute) and isinstance(holder.value, ast.Name) and holder.value.id == "self"):
+            return f"`{former}` is called on something other than `self.<attribute>` on line {node.lineno}"
+        for held in env.index.attribute_classes(ref, holder.attr):
+            if not isinstance(held, ClassRef):
+                continue  # chosen at run time: any model with EAGLE-3 support has the successor
+            if env.index.lookup(held, successor).status == "missing" and env.index.lookup(held, former).status == "missing":
+                return f"`{held.qualname}` (`self.{holder.attr}`) has neither `{former}` nor `{successor}`"
+    return None
+
+
+def _defines(stmt: ast.stmt, name: str) -> bool:
+    if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return stmt.name == name
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target] if isinstance(stmt, ast.AnnAssign) else []
+    return any(isinstance(t, ast.Name) and t.id == name for t in targets)
+
+
+@register
+class DeclareProtocol(FixPattern):
+    engine = "vllm"
+    name = "declare-protocol"
+    codes = ("E3L013", "E3L012")
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        context = _context(env)
+        model = env.model_for(finding)
+        if template is None or context is None or model is None or context.protocol is None:
+            return None
+        protocol = ClassRef(context.protocol.module, context.protocol.name)
+        description = template.describe({"protocol": protocol.qualname, "class_name": model.ref.qualname})
+        try:
+            edits = _declare_base(env, model.ref, protocol)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        if finding.code in template.setting("proven_codes", []):
+            return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+        note = f"the runner will call `{model.summary.name}`'s own EAGLE-3 methods, which nothing proved right"
+        return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), note)
+
+
+@register
+class HolderCollect(FixPattern):
+    engine = "vllm"
+    name = "holder-collect"
+    codes = ("E3L010", "E3L011")
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        context = _context(env)
+        model = env.model_for(finding)
+        if template is None or context is None or model is None:
+            return None
+        holder = context.holder(model.ref)
+        if holder.status != RESOLVED or len(holder.classes) != 1:
+            return None
+        decoder = holder.classes[0]
+        proto = context.protocol
+        mixin = context.mixin_ref()
+        collect = template.setting("collect_method", "_maybe_add_hidden_state")
+        variables = {"changes": f"collect aux hidden states in `{decoder.qualname}.forward`", "path": holder.path}
+        if proto is None or proto.mixin is None or mixin is None:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, template.describe(variables), note="this vLLM tree has no mixin to collect with")
+        if collect not in proto.mixin.collect_methods:
+            note = f"`{proto.mixin.name}` in this tree has no `{collect}`"
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, template.describe(variables), note=note)
+        verdict = context.collects(decoder).value
+        if verdict not in (COLLECTS_NO, COLLECTS_YES):
+            return None
+        target = decoder
+        if verdict == COLLECTS_NO:
+            # The forward the decoder runs may be a base's: that class collects, so it gets the mixin.
+            target = env.index.lookup(decoder, "forward").owner or decoder
+        has_mixin = context.inherits_mixin(target)
+        if has_mixin not in (YES, NO) or (has_mixin == YES and verdict == COLLECTS_YES):
+            return None
+        changes = ([f"add `{mixin.qualname}` to the bases of `{target.qualname}`"] if has_mixin == NO else []) + (
+            [f"collect aux hidden states with `{collect}` in `{target.qualname}.forward`"] if verdict == COLLECTS_NO else []
+        )
+        variables = {**variables, "changes": " and ".join(changes)}
+        description = template.describe(variables)
+        edits: list[Edit] = []
+        try:
+            if has_mixin == NO:
+                edits += _declare_base(env, target, mixin)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        if verdict == COLLECTS_NO:
+            try:
+                edits += self._collect_edits(env, template, target, collect)
+            except (NotCommonShape, BaseProblem) as exc:
+                note = f"{exc}: write the `{collect}` calls in the decoder loop by hand"
+                return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), note)
+        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+
+    @staticmethod
+    def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> list[Edit]:
+        view = _ModuleView.of(env, ref)
+        forward = own_method(view.class_def(env, ref), "forward")
+        if forward is None:
+            raise NotCommonShape(f"`{ref.qualname}` does not define its own `forward`")
+        where = f"{ref.qualname}.forward"
+        aux = template.setting("aux_name", "aux_hidden_states")
+        if uses_name(forward, aux):
+            raise NotCommonShape(f"`{where}` already uses the name `{aux}`")
+        layers = f"self.{template.setting('layers_attribute', 'layers')}"
+        shape = find_decoder_loop(forward, layers, list(template.setting("loop_range", [])), where)
+        index = shape.index
+        edits: list[Edit] = []
+        path = (view.summary.path, class_path(ref))
+        if index is None:
+            free = [n for n in template.setting("index_names", ["idx"]) if not uses_name(forward, n)]
+            if not free:
+                raise NotCommonShape(f"`{where}` already uses every index name the template may add")
+            index = free[0]
+            edits.append(EnumerateLoop(*path, "forward", shape.loop.lineno, index, shape.start))
+        variables = {
+            "aux": aux, "collect": collect, "index": index, "first_index": shape.first_index,
+            "hidden": shape.hidden, "residual": shape.residual,
+        }
+        flags = frozenset({"inputs_before_loop"}) if shape.inputs_before else frozenset()
+
+        def render(name: str) -> str:
+            source = template.render(name, variables, flags)
+            if source is None:
+                raise NotCommonShape(f"{template.path.name} has no snippet {name!r}")
+            return source
+
+        line = shape.loop.lineno
+        edits += [
+            InsertStatements(*path, "forward", line, "For", BEFORE, render("collect_init")),
+            InsertStatements(*path, "forward", line, "For", BODY_END, render("collect_layer")),
+            InsertStatements(*path, "forward", shape.final_return.lineno, "Return", BEFORE, render("collect_return")),
+        ]
+        return edits

@@ -1,0 +1,124 @@
+"""Golden before/after vLLM trees, one per pattern: `fix --apply --unsafe-fixes` must turn
+`before` into `after` byte for byte; the fixed findings are gone from a re-check (only the
+display-only ones stay); a second run changes nothing; the dry run's diff is the same change."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.fix_helpers import copy_before, differing, golden_after, run_in, to_crlf, tree_bytes
+from tests.helpers import FIXTURES, run_cli, run_json
+
+MODELS = Path("vllm/model_executor/models")
+# What a re-check of each `after` tree still reports: the findings whose fix is display-only.
+REMAINING = {
+    "fix_vllm_rename": [("E3L014", "BothForCausalLM")],
+    "fix_vllm_declare": [],
+    "fix_vllm_collect": [("E3L011", "OddForCausalLM")],
+}
+GOLDEN = sorted(REMAINING)
+
+
+def _remaining(root: Path) -> list[tuple[str, str]]:
+    _, report = run_json("check", root / MODELS)
+    return sorted((f["code"], f["class"]) for f in report["findings"])
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_apply_turns_before_into_after(name: str, tmp_path: Path) -> None:
+    root = copy_before(name, tmp_path)
+    done = run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
+    assert done.returncode == (1 if REMAINING[name] else 0), done.stderr
+    assert "not fixed" not in done.stderr
+    assert differing(tree_bytes(root), tree_bytes(golden_after(name))) == []
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_before_reports_more_and_after_only_the_display_only_findings(name: str, tmp_path: Path) -> None:
+    before = _remaining(FIXTURES / name / "before")
+    after = _remaining(FIXTURES / name / "after")
+    assert after == REMAINING[name]
+    assert set(after) < set(before)
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_second_run_is_empty_and_every_file_compiles(name: str, tmp_path: Path) -> None:
+    root = copy_before(name, tmp_path)
+    run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
+    again = run_cli("fix", "--unsafe-fixes", root / MODELS)
+    assert again.stdout == ""
+    assert again.returncode == (1 if REMAINING[name] else 0), again.stderr
+    for path in (root / MODELS).glob("*.py"):
+        compile(path.read_text(), str(path), "exec")
+
+
+@pytest.mark.parametrize("name", GOLDEN)
+def test_dry_run_diff_is_the_golden_change_and_writes_nothing(name: str, tmp_path: Path) -> None:
+    root = copy_before(name, tmp_path)
+    before = tree_bytes(root)
+    done = run_in(root, "fix", "--unsafe-fixes", MODELS)
+    assert done.returncode == 1
+    assert tree_bytes(root) == before
+    assert done.stdout.startswith("--- vllm/model_executor/models/")
+    patched = subprocess.run(["patch", "-p0", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)
+    assert patched.returncode == 0, patched.stdout + patched.stderr
+    assert differing(tree_bytes(root), tree_bytes(golden_after(name))) == []
+
+
+def test_safe_fixes_alone_leave_the_unsafe_protocol_declaration(tmp_path: Path) -> None:
+    root = copy_before("fix_vllm_declare", tmp_path)
+    done = run_cli("fix", "--apply", root / MODELS)
+    assert done.returncode == 1
+    assert "Fixed 3 findings in 3 files." in done.stderr
+    assert "1 unsafe fix not applied (add --unsafe-fixes)" in done.stderr
+    now, after = tree_bytes(root), tree_bytes(golden_after("fix_vllm_declare"))
+    assert differing(now, after) == ["vllm/model_executor/models/methods_only.py"]
+    untouched = FIXTURES / "fix_vllm_declare" / "before" / MODELS / "methods_only.py"
+    assert now["vllm/model_executor/models/methods_only.py"] == untouched.read_bytes()
+
+
+def test_holder_fixes_need_unsafe_fixes(tmp_path: Path) -> None:
+    root = copy_before("fix_vllm_collect", tmp_path)
+    before = tree_bytes(root)
+    done = run_cli("fix", "--apply", root / MODELS)
+    assert done.returncode == 1
+    assert "5 unsafe fixes not applied" in done.stderr
+    assert tree_bytes(root) == before
+
+
+def test_fix_levels_and_reasons_in_the_json_report() -> None:
+    fixes = {}
+    for name in GOLDEN:
+        _, report = run_json("check", FIXTURES / name / "before" / MODELS)
+        fixes.update({(f["code"], f["class"]): f["fix"] for f in report["findings"] if f.get("fix")})
+    assert fixes[("E3L014", "StaleForCausalLM")]["applicability"] == "safe"
+    assert "already defines `get_eagle3_default_aux_hidden_state_layers`" in fixes[("E3L014", "BothForCausalLM")]["description"]
+    assert fixes[("E3L014", "BothForCausalLM")]["applicability"] == "display-only"
+    assert {fixes[("E3L013", c)]["applicability"] for c in ("ExtendForCausalLM", "NewImportForCausalLM", "GenericForCausalLM")} == {"safe"}
+    assert fixes[("E3L012", "MethodsOnlyForCausalLM")]["applicability"] == "unsafe"
+    assert fixes[("E3L010", "HandRolledForCausalLM")]["applicability"] == "unsafe"
+    odd = fixes[("E3L011", "OddForCausalLM")]
+    assert odd["applicability"] == "display-only" and "no single loop over `self.layers`" in odd["description"]
+    assert "+class NewImportForCausalLM(" not in fixes[("E3L013", "NewImportForCausalLM")]["diff"]
+    assert "+    SupportsEagle3,\n" in fixes[("E3L013", "NewImportForCausalLM")]["diff"]
+
+
+def test_golden_after_files_are_valid_python() -> None:
+    for name in GOLDEN:
+        for path in (golden_after(name) / MODELS).glob("*.py"):
+            ast.parse(path.read_text(), str(path))
+
+
+@pytest.mark.parametrize("name", ["fix_vllm_declare", "fix_vllm_collect"])
+def test_crlf_files_get_the_golden_change_in_crlf(name: str, tmp_path: Path) -> None:
+    root = copy_before(name, tmp_path)
+    for path in (root / MODELS).glob("*.py"):
+        path.write_bytes(to_crlf(path.read_text()).encode())
+    run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
+    for path in (golden_after(name) / MODELS).glob("*.py"):
+        assert (root / MODELS / path.name).read_bytes() == to_crlf(path.read_text()).encode(), path.name
