@@ -120,29 +120,50 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
-# The modules whose code decides what a cached entry holds.
-_PRODUCERS = ("summary.py", "sources.py", "suppressions.py", "contract.py")
-
-
-def _layout_digest() -> str:
-    """The shape of every cached class and the code that fills it: an entry written by another
-    build of eagle3lint (a field added, an extraction changed) lands in another namespace instead
-    of being trusted."""
+def _code_digest() -> str:
+    """The code of the whole package: stored results depend on every rule and analysis, so an
+    entry written by another build of eagle3lint (an unreleased commit too) lands in another
+    namespace instead of being trusted. Hashing ~100 small files costs a few milliseconds."""
     h = hashlib.sha256()
     for name, cls in sorted(_DATACLASSES.items()):
         h.update(f"{name}:{','.join(f.name for f in dataclasses.fields(cls))};".encode())
     here = Path(__file__).resolve().parent
-    for producer in _PRODUCERS:
+    for source in sorted(here.rglob("*.py")):
         with contextlib.suppress(OSError):
-            h.update((here / producer).read_bytes())
+            h.update(source.read_bytes())
     return h.hexdigest()[:12]
+
+
+def _user_secret() -> str:
+    """A random key kept in the user's cache folder, outside any repository. It is part of every
+    namespace, so a ``.eagle3lint_cache`` planted in (or committed to) a repository is never found:
+    it cannot make a check report a crashing model as clean."""
+    from eagle3lint.releases import cache_root
+
+    path = cache_root() / "cache-secret"
+    try:
+        return path.read_text().strip()
+    except OSError:
+        pass
+    secret = os.urandom(16).hex()
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(secret)
+    except FileExistsError:
+        with contextlib.suppress(OSError):
+            return path.read_text().strip()
+    except OSError:
+        pass  # a read-only home: this run's namespace is private to it
+    return secret
 
 
 class Cache:
     def __init__(self, folder: Path, engine: Engine, settings_digest: str) -> None:
         self.folder = folder
         self.engine = engine
-        key = f"{__version__}|{_layout_digest()}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
+        key = f"{__version__}|{_code_digest()}|{_user_secret()}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
         self.namespace = hashlib.sha256(key.encode()).hexdigest()[:20]
         self.hits = 0
         self.misses = 0

@@ -31,7 +31,11 @@ def engine_options(func: F) -> F:
 
 
 def resolve_engine(
-    paths: tuple[Path, ...], engine: str | None, engine_root: Path | None, release: str | None
+    paths: tuple[Path, ...],
+    engine: str | None,
+    engine_root: Path | None,
+    release: str | None,
+    extra_models: list[Path] | None = None,
 ) -> tuple[Engine, list[Path]]:
     from eagle3lint.engine import discover_engine
     from eagle3lint.releases import fetch_release, parse_release_spec
@@ -52,7 +56,23 @@ def resolve_engine(
         found = discover_engine(scope, engine=engine, engine_root=engine_root)
         if not scope:
             scope = [found.root]
+    _require_inside(found, scope, extra_models or [], release)
     return found, scope
+
+
+def _require_inside(found: Engine, scope: list[Path], extra_models: list[Path], release: str | None) -> None:
+    """Every PATH must lie in the engine analysed (or hold it, as a checkout does, or be a
+    configured out-of-tree model folder): a PATH elsewhere would be reported clean unexamined."""
+    root = found.root.resolve()
+    allowed = [e.resolve() for e in extra_models]
+    for path in scope:
+        target = path.resolve()
+        if target == root or root in target.parents or target in root.parents:
+            continue
+        if any(target == e or e in target.parents for e in allowed):
+            continue
+        where = release or str(found.root)
+        raise UsageError(f"{display_path(str(path))}: not inside the {found.name} tree being checked ({where})")
 
 
 def _split_codes(values: tuple[str, ...]) -> list[str]:
@@ -109,22 +129,26 @@ def check(
     settings = load_settings(config_file)
     if write_baseline_file is not None:
         settings.baseline = None  # a new baseline records every finding, not only new ones
-    if not release and is_file_list(paths):
+    extra = [p for o in settings.engines.values() for p in o.extra_models]
+    chosen_format = output_format or settings.output_format or "concise"
+    if not release and is_file_list(paths) and chosen_format in ("concise", "github"):
         # A hook passes the changed files: only those in an engine tree (or in the configured
-        # out-of-tree model folders) are ours to report on.
-        extra = [p for o in settings.engines.values() for p in o.extra_models]
-        paths = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
-        if not paths:
+        # out-of-tree model folders) are ours to report on. (Structured formats always get a
+        # document, so they take the full path, where a file outside any engine is an error.)
+        kept = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
+        if not kept:
+            _refuse_other_engine(paths, engine or settings.engine)
             if verbose:
                 click.echo("eagle3lint: no model or engine file among the given files; nothing to check", err=True)
             sys.exit(EXIT_CLEAN)
+        paths = kept
     from eagle3lint.report import writer_for
     from eagle3lint.runner import run_check
 
     selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
     _validate_codes([*selected, *extended, *ignored])
     found, scope = resolve_engine(
-        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release
+        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
     result = run_check(
         found,
@@ -146,7 +170,6 @@ def check(
         count = write_baseline(write_baseline_file, result.findings, result.engine)
         click.echo(f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} to baseline {write_baseline_file}", err=True)
         sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
-    chosen_format = output_format or settings.output_format or "concise"
     if chosen_format in ("json", "full"):
         from eagle3lint.fix import attach_fixes
 
@@ -155,6 +178,21 @@ def check(
     if result.errors:
         sys.exit(EXIT_ERROR)
     sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+
+
+def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
+    """``--engine vllm`` given files of an SGLang tree: a usage error, not a silent pass."""
+    if engine is None:
+        return
+    from eagle3lint.engine import discover_engine
+
+    for path in paths:
+        try:
+            other = discover_engine([path])
+        except UsageError:
+            continue
+        if other.name != engine:
+            raise UsageError(f"{display_path(str(path))}: in a {other.name} tree, not {engine} (--engine / engine =)")
 
 
 def _validate_codes(codes: list[str]) -> None:

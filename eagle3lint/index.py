@@ -92,7 +92,10 @@ class ProjectIndex:
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
-        path = path.resolve()
+        try:
+            path = path.resolve()
+        except (OSError, RuntimeError):
+            path = path.absolute()  # a symlink loop: reading it reports the problem
         try:
             name, is_package = module_name(self.engine.root, path)
         except ValueError:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -24,6 +25,12 @@ class ParseRequest:
 
 def read_source(path: str) -> bytes | FileError:
     try:
+        mode = os.stat(path).st_mode
+        if stat.S_ISDIR(mode):
+            return FileError(path, "is a directory, not a Python file")
+        if not stat.S_ISREG(mode):
+            # A named pipe or a device would block the read (or never end).
+            return FileError(path, "is not a regular file (a pipe, socket or device); skipped")
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError:
@@ -34,6 +41,8 @@ def read_source(path: str) -> bytes | FileError:
         return FileError(path, "cannot be read: permission denied")
     except OSError as exc:
         return FileError(path, f"cannot be read: {exc.strerror or exc}")
+    except RuntimeError as exc:  # pathlib's symlink-loop error, should a caller pass one through
+        return FileError(path, f"cannot be read: {exc}")
 
 
 def decode_source(path: str, data: bytes) -> str | FileError:

@@ -160,3 +160,42 @@ def test_check_never_imports_analysed_code(tree: Path, tmp_path: Path) -> None:
     assert code == 1
     assert "BombForCausalLM" in {f["class"] for f in data["findings"]}
     assert not [m for m in sys.modules if m.startswith("sglang")]
+
+
+def test_symlink_loop_and_named_pipe_are_per_file_errors(tree: Path) -> None:
+    models = _models(tree)
+    (models / "zz_l2.py").symlink_to(models / "zz_l1.py")
+    (models / "zz_l1.py").symlink_to(models / "zz_l2.py")
+    os.mkfifo(models / "zz_fifo.py")  # reading it would block forever
+    code, data = run_json("check", tree, "--no-cache")
+    assert code == 2
+    messages = {e["path"].rsplit("/", 1)[-1]: e["message"] for e in data["errors"]}
+    assert "Too many levels of symbolic links" in messages["zz_l1.py"]
+    assert "not a regular file" in messages["zz_fifo.py"]
+    assert len(data["findings"]) == BASIC_FINDINGS
+
+
+def test_paths_outside_the_engine_being_checked_are_usage_errors(tree: Path, tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "foo.py").write_text("x = 1\n")
+    # Another engine named explicitly, for files of an SGLang tree.
+    missing = _models(tree) / "missing.py"
+    for command in ("check", "fix"):
+        done = run_cli(command, "--engine", "vllm", missing)
+        assert done.returncode == 2 and "in a sglang tree, not vllm" in done.stderr
+    # A folder outside the engine given with --engine-root.
+    done = run_cli("check", "--engine-root", tree / "sglang", outside)
+    assert done.returncode == 2 and "not inside the sglang tree being checked" in done.stderr
+    # Structured output always gets a document or an error, never empty output.
+    done = run_cli("check", outside / "foo.py", "--format", "sarif")
+    assert done.returncode == 2 and "not inside a sglang or vllm source tree" in done.stderr
+
+
+@pytest.mark.release
+def test_absolute_path_outside_a_release_is_a_usage_error(tmp_path: Path) -> None:
+    from tests.helpers import release_root
+
+    release_root("sglang==0.5.9")
+    done = run_cli("check", "--release", "sglang==0.5.9", tmp_path)
+    assert done.returncode == 2 and "not inside the sglang tree being checked (sglang==0.5.9)" in done.stderr

@@ -184,3 +184,18 @@ def test_a_new_model_file_invalidates_the_stored_result(tree: Path) -> None:
     )
     done = run_cli("check", ".", cwd=tree)
     assert "`BrandNewForCausalLM` lacks" in done.stdout
+
+
+def test_a_cache_planted_by_someone_else_is_never_read(tree: Path, tmp_path: Path) -> None:
+    import os
+
+    # Another user's cache (another secret) fills the folder; then its entries are forged to
+    # claim every model is clean.
+    theirs = {**os.environ, "PYTHONPATH": str(REPO), "EAGLE3LINT_CACHE_DIR": str(tmp_path / "theirs")}
+    run_cli("check", ".", cwd=tree, env=theirs)
+    for entry in (tree / ".eagle3lint_cache").glob("*/*.pickle"):
+        entry.write_bytes(pickle.dumps({"name": "result:forged", "fingerprint": "", "result": {}}))
+    ours = {**os.environ, "PYTHONPATH": str(REPO), "EAGLE3LINT_CACHE_DIR": str(tmp_path / "ours")}
+    done = run_cli("check", ".", cwd=tree, env=ours)
+    assert done.returncode == 1 and f"{BASIC_FINDINGS} errors" in done.stdout
+    assert len([p for p in (tree / ".eagle3lint_cache").iterdir() if p.is_dir()]) == 2  # two namespaces

@@ -17,6 +17,7 @@ from eagle3lint.cli import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
+    _refuse_other_engine,
     _split_codes,
     config_option,
     engine_options,
@@ -74,11 +75,13 @@ def fix(
         raise UsageError("--verify needs --model-path and --draft-model-path")
     settings = load_settings(config_file)
     unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
+    original_paths = paths
     if not release and is_file_list(paths) and not then_verify:
         # The pre-commit hook passes the changed files: only engine files are ours.
         extra = [p for o in settings.engines.values() for p in o.extra_models]
         paths = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
         if not paths:
+            _refuse_other_engine(original_paths, engine or settings.engine)
             sys.exit(EXIT_CLEAN)
     from eagle3lint.checks import REGISTRY
     from eagle3lint.fix.diff import diff_base, diff_label, unified_diff
@@ -92,8 +95,10 @@ def fix(
             raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
     if apply_fixes and release:
         raise UsageError("--apply would edit the cached copy of the release; copy the tree and give its path instead")
+    extra_models = [p for o in settings.engines.values() for p in o.extra_models]
     found, scope = resolve_engine(
-        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release
+        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release,
+        extra_models,
     )
     result = run_check(
         found, scope, select=selected or None, ignore=ignored or None, settings=settings, use_cache=not no_cache,
