@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -98,16 +99,44 @@ def inner_models(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, ClassRef
     return list(seen.items())
 
 
-def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0) -> tuple[str, str]:
+_MODEL_CLASS_NAME = re.compile(r"(Model|LM|ForCausalLM|ForConditionalGeneration|Head)$")
+
+
+def _kind_of_bases(index: ProjectIndex, ref: ClassRef, drafts: bool = True) -> tuple[str, str] | None:
+    """A subclass of a draft head (or of a non-target model) is one too, whatever its own name
+    says (``DFlashLagunaForCausalLM(DFlashDraftModel)``)."""
+    pack = index.engine.pack
+    for base in index.mro(ref).classes[1:]:
+        name = base.qualname.rsplit(".", 1)[-1]
+        if not _MODEL_CLASS_NAME.search(name):
+            # Interfaces and mixins (SupportsEagle3, SupportsMultiModalEmbeddings,
+            # AudioEncoderMixin) add a capability; they say nothing of what the model is.
+            continue
+        if drafts and pack.eagle3_draft_pattern.search(name):
+            return EAGLE3_DRAFT, f"EAGLE-3 draft head (subclass of {name})"
+        if drafts and pack.draft_pattern.search(name):
+            return DRAFT, f"draft head for EAGLE/MTP (subclass of {name})"
+        for other in pack.other_patterns:
+            if other.pattern.search(name):
+                return OTHER, f"{other.reason} (subclass of {name})"
+    return None
+
+
+def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool = True) -> tuple[str, str]:
+    """``drafts=False`` when a registry already says the class is a generative model (vLLM's
+    sections): then a name such as ``Eagle2_5_VL...`` (NVIDIA's Eagle VLM) is not a draft head."""
     pack = index.engine.pack
     name = ref.qualname.rsplit(".", 1)[-1]
-    if pack.eagle3_draft_pattern.search(name):
+    if drafts and pack.eagle3_draft_pattern.search(name):
         return EAGLE3_DRAFT, f"EAGLE-3 draft head (name matches {pack.eagle3_draft_pattern.pattern!r})"
-    if pack.draft_pattern.search(name):
+    if drafts and pack.draft_pattern.search(name):
         return DRAFT, f"draft head for EAGLE/MTP (name matches {pack.draft_pattern.pattern!r})"
     for other in pack.other_patterns:
         if other.pattern.search(name):
             return OTHER, other.reason
+    inherited = _kind_of_bases(index, ref, drafts)
+    if inherited is not None:
+        return inherited
     head = _has_lm_head(index, ref)
     if head:
         return TARGET, f"generative model (has self.{head})"

@@ -93,7 +93,8 @@ def _kind(index: VllmIndex, ref: ClassRef, kinds: set[str], sections: list[str])
     pack = index.engine.pack
     where = ", ".join(sorted(set(sections)))
     if "generation" in kinds:
-        return classify(index, ref)
+        # The registry's section decides it is generative; names only settle the rest.
+        return classify(index, ref, drafts="draft" in kinds)
     name = ref.qualname.rsplit(".", 1)[-1]
     if "draft" in kinds:
         if pack.eagle3_draft_pattern.search(name):
