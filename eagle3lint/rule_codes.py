@@ -13,6 +13,7 @@ RULE_CODES: dict[str, str] = {
     "E3L003": "stub-method",
     "E3L004": "wrapper-delegation-gap",
     "E3L005": "signature-mismatch",
+    "E3L006": "presence-not-provable",
     "E3L010": "holder-lacks-mixin",
     "E3L011": "forward-never-collects",
     "E3L012": "protocol-not-declared",

@@ -20,7 +20,16 @@ from eagle3lint.findings import Finding, Fix, Related
 from eagle3lint.report.full import SourceLines, write_finding
 from eagle3lint.report.github import escape_data, escape_property, workflow_command, write_github
 from eagle3lint.runner import CheckResult
-from tests.helpers import BASIC_FINDINGS, BASIC_MODELS_CHECKED, FIXTURES, REPO, run_cli, run_json
+from tests.helpers import (
+    BASIC_ERRORS,
+    BASIC_FINDINGS,
+    BASIC_INFOS,
+    BASIC_MODELS_CHECKED,
+    FIXTURES,
+    REPO,
+    run_cli,
+    run_json,
+)
 
 TREE = FIXTURES / "sglang_basic"
 SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json").read_text())
@@ -134,7 +143,7 @@ def test_sarif_results_match_the_findings(sarif: dict[str, Any]) -> None:
     codes = [r["id"] for r in run["tool"]["driver"]["rules"]]
     for result, finding in zip(results, report["findings"], strict=True):
         assert result["ruleId"] == finding["code"] == codes[result["ruleIndex"]]
-        assert result["level"] == "error"
+        assert result["level"] == {"error": "error", "warning": "warning", "info": "note"}[finding["severity"]]
         assert result["message"]["text"] == finding["message"]
         region = result["locations"][0]["physicalLocation"]["region"]
         assert (region["startLine"], region["startColumn"]) == (finding["line"], finding["column"])
@@ -235,7 +244,9 @@ def test_github_annotations_for_the_fixture() -> None:
     done = run_cli("check", TREE, "--format", "github")
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[-1] == f"sglang 0.0.1+fixture: {BASIC_FINDINGS} errors ({BASIC_MODELS_CHECKED} model classes checked)"
+    assert lines[-1] == (
+        f"sglang 0.0.1+fixture: {BASIC_ERRORS} errors, {BASIC_INFOS} infos ({BASIC_MODELS_CHECKED} model classes checked)"
+    )
     commands = [re.fullmatch(r"::(\w+) (.*?)::(.*)", line) for line in lines[:-1]]
     assert len(commands) == BASIC_FINDINGS and all(commands)
     _code, report = run_json("check", TREE)
@@ -243,7 +254,6 @@ def test_github_annotations_for_the_fixture() -> None:
     for match in commands:
         assert match is not None
         command, props, data = match.groups()
-        assert command == "error"
         properties = dict(pair.split("=", 1) for pair in props.split(","))
         assert list(properties) == ["file", "line", "col", "title"]
         assert properties["file"].startswith("fixtures/sglang_basic/sglang/")
@@ -254,6 +264,7 @@ def test_github_annotations_for_the_fixture() -> None:
         assert unescape(properties["title"]) == f"{finding['code']} {finding['rule']}"
         assert int(properties["col"]) == finding["column"]
         assert len(sites.splitlines()) == len(finding["related"])
+        assert command == {"error": "error", "warning": "warning", "info": "notice"}[finding["severity"]]
 
 
 def test_github_orders_most_severe_first(fixture_result: CheckResult) -> None:

@@ -310,10 +310,61 @@ class SignatureMismatch(Rule):
                 )
 
 
+class PresenceNotProvable(Rule):
+    """
+    ## What it does
+    Reports, as information, a model class the engine needs a member of when eagle3lint cannot
+    prove statically whether the member is there: a base class outside the engine, or a
+    `__getattr__` that forwards to an object chosen at run time (from a config table, say).
+
+    ## Why is this bad?
+    Nothing is known to be wrong, but nothing is known to be right either: the first time the
+    engine will tell is start-up with EAGLE-3 on GPUs. An unknown is never reported as an error;
+    this note says where a human (or `eagle3lint verify`) should look.
+
+    ## Example
+    ```python
+    class FooV(nn.Module):
+        def __init__(self, config):
+            self.inner = _VERSIONS[config.version](config)   # chosen at run time
+        def __getattr__(self, name):
+            return getattr(self.inner, name)
+    ```
+
+    ## Fix safety
+    Display-only.
+    """
+
+    code = "E3L006"
+    name = "presence-not-provable"
+    severity = "info"
+    engines = ("sglang",)  # vLLM's holder analysis has its own (E3L016)
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.role is None:
+                continue
+            for member, sites in ctx.requirements(model):
+                state = ctx.state(model.ref, member.name)
+                if state.status != "unknown":
+                    continue
+                why = state.note or state.lookup.reason or "it cannot be resolved statically"
+                yield ctx.finding(
+                    PresenceNotProvable,
+                    model,
+                    member.name,
+                    f"cannot prove that `{model.summary.name}` has `{member.name}`, which the engine uses on "
+                    f"the {role_phrase(model)} model ({guard_phrase(sites)}): {why}",
+                    sites,
+                    severity="info",
+                )
+
+
 PRESENCE_RULES: tuple[type[Rule], ...] = (
     MissingTargetMethod,
     MissingDraftMethod,
     StubMethod,
     WrapperDelegationGap,
     SignatureMismatch,
+    PresenceNotProvable,
 )
