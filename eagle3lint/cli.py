@@ -21,6 +21,7 @@ from eagle3lint.report.paths import display_path
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it, whenever the interrupt lands
 
 
 def engine_options(func: F) -> F:
@@ -150,6 +151,12 @@ def check(
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
+    if is_file_list(paths):
+        from eagle3lint.file_scope import widen_for_call_site_changes
+
+        scope, widening = widen_for_call_site_changes(found, scope)
+        for path in widening:
+            click.echo(f"eagle3lint: {display_path(str(path))} touches the engine's EAGLE-3 calls; checking every model", err=True)
     result = run_check(
         found,
         scope,
@@ -264,9 +271,9 @@ def main(argv: list[str] | None = None) -> None:
         cli.main(args=argv, prog_name="eagle3lint", standalone_mode=False)
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        click.echo("eagle3lint: aborted", err=True)
-        sys.exit(EXIT_ERROR)
+    except click.exceptions.Abort:  # click's form of Ctrl-C
+        click.echo("eagle3lint: interrupted", err=True)
+        sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_ERROR)
@@ -275,7 +282,7 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
         click.echo("eagle3lint: interrupted", err=True)
-        sys.exit(EXIT_ERROR)
+        sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:
         sys.exit(EXIT_ERROR)
     except Exception:  # an internal error is still exit 2, with enough to file a bug

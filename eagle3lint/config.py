@@ -199,6 +199,8 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
         settings.engine = table["engine"]
     if "engine-root" in table:
         settings.engine_root = base / table["engine-root"]
+        if not settings.engine_root.is_dir():
+            raise ConfigError(f"{path}: {where}: 'engine-root' names '{table['engine-root']}', which is not a folder")
     if "select" in table:
         settings.select = _codes(path, where, "select", table["select"], known)
     settings.extend_select = _codes(path, where, "extend-select", table.get("extend-select", []), known)
@@ -233,6 +235,8 @@ def _engine_overrides(path: Path, where: str, table: dict[str, Any], base: Path)
         _check_keys(path, f"{where} extra-members", entry, _MEMBER_KEYS)
         if "name" not in entry:
             raise ConfigError(f"{path}: {where}: an 'extra-members' entry lacks 'name'")
+        if not str(entry["name"]).isidentifier():
+            raise ConfigError(f"{path}: {where}: extra member '{entry['name']}' is not a Python identifier")
         if entry.get("kind", "method") not in ("method", "attribute"):
             raise ConfigError(f"{path}: {where}: extra member '{entry['name']}': 'kind' must be 'method' or 'attribute'")
         if entry.get("role", "target") not in ("target", "draft"):
@@ -242,5 +246,7 @@ def _engine_overrides(path: Path, where: str, table: dict[str, Any], base: Path)
     for item in table.get("extra-models", []):
         if not isinstance(item, str):
             raise ConfigError(f"{path}: {where}: 'extra-models' must hold paths (strings)")
+        if not (base / item).exists():
+            raise ConfigError(f"{path}: {where}: 'extra-models' names '{item}', which does not exist")
         models.append(base / item)
     return EngineOverrides(tuple(members), tuple(models))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle3lint.engine import discover_engine
+from eagle3lint.engine import Engine, discover_engine
 from eagle3lint.errors import UsageError
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -45,3 +45,30 @@ def engine_files(
             continue
         inside.append(path)
     return inside
+
+
+def widen_for_call_site_changes(engine: Engine, scope: list[Path]) -> tuple[list[Path], list[Path]]:
+    """A changed engine file that touches the interface (a runner, a speculative worker) can
+    break every model: then every models folder joins the reporting scope. Returns the scope and
+    the files that widened it."""
+    from eagle3lint.contract import contract_needles, in_models_folder
+
+    needles = contract_needles(engine)
+    root = engine.root.resolve()
+    widening: list[Path] = []
+    for path in scope:
+        if not path.is_file():
+            continue
+        resolved = path.resolve()
+        if root not in resolved.parents or in_models_folder(resolved.relative_to(root).parts, engine):
+            continue
+        try:
+            data = resolved.read_bytes()
+        except OSError:
+            continue
+        if any(n in data for n in needles):
+            widening.append(path)
+    if not widening:
+        return scope, []
+    folders = [engine.root / m for m in engine.pack.models if (engine.root / m).is_dir()]
+    return [*scope, *folders], widening

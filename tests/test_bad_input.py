@@ -199,3 +199,30 @@ def test_absolute_path_outside_a_release_is_a_usage_error(tmp_path: Path) -> Non
     release_root("sglang==0.5.9")
     done = run_cli("check", "--release", "sglang==0.5.9", tmp_path)
     assert done.returncode == 2 and "not inside the sglang tree being checked (sglang==0.5.9)" in done.stderr
+
+
+@pytest.mark.release
+def test_ctrl_c_during_a_cold_check_exits_130_and_leaves_no_worker(tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.helpers import REPO, release_root
+
+    release_root("sglang==0.5.23")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    command = [sys.executable, "-m", "eagle3lint", "check", "--no-cache", "--release", "sglang==0.5.23", "sglang/srt/models"]
+    process = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    children: set[int] = set()
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not children:  # wait until the parse workers exist
+        found = subprocess.run(["pgrep", "-P", str(process.pid)], capture_output=True, text=True).stdout.split()
+        children = {int(pid) for pid in found}
+        time.sleep(0.02)
+    process.send_signal(signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert "Traceback" not in stderr
+    time.sleep(0.5)
+    assert [pid for pid in children if Path(f"/proc/{pid}").exists()] == []

@@ -70,6 +70,9 @@ def test_explicit_config_file(project: Path, tmp_path: Path) -> None:
         ("unsafe-fixes = 1\n", "'unsafe-fixes' must be a boolean"),
         ('[tool.eagle3lint.sglang]\nextra-members = [{ nme = "x" }]\n', "unknown key 'nme'"),
         ("select = [\n", "invalid TOML"),
+        ('engine-root = "nowhere"\n', "'engine-root' names 'nowhere', which is not a folder"),
+        ('[tool.eagle3lint.sglang]\nextra-models = ["plugins/none"]\n', "'extra-models' names 'plugins/none', which does not exist"),
+        ('[tool.eagle3lint.sglang]\nextra-members = [{ name = "get aux!" }]\n', "is not a Python identifier"),
     ],
 )
 def test_bad_config_is_a_clear_error_naming_file_and_key(project: Path, body: str, message: str) -> None:

@@ -188,3 +188,22 @@ def test_a_folder_outside_any_engine_is_still_a_usage_error(tmp_path: Path) -> N
     (tmp_path / "plain").mkdir()
     done = run_cli("check", tmp_path / "plain")
     assert done.returncode == 2 and "not inside a sglang or vllm source tree" in done.stderr
+
+
+def test_a_changed_engine_call_site_widens_the_check_to_every_model(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.helpers import FIXTURES
+
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "sglang_basic", tree)
+    runner = tree / "sglang/srt/model_executor/model_runner.py"
+    runner.write_text(runner.read_text() + "\n    def draft_hook(self):\n        self.model.get_hot_token_id()\n")
+    done = run_cli("check", runner, cwd=tree)
+    assert "touches the engine's EAGLE-3 calls; checking every model" in done.stderr
+    assert done.returncode == 1 and "MissingForCausalLM" in done.stdout
+    # An engine file that does not touch the interface keeps the narrow scope.
+    other = tree / "sglang/srt/model_executor/unrelated.py"
+    other.write_text("def helper():\n    return 1\n")
+    quiet = run_cli("check", other, cwd=tree)
+    assert quiet.returncode == 0 and "checking every model" not in quiet.stderr

@@ -24,6 +24,7 @@ from eagle3lint.cli import (
     resolve_engine,
 )
 from eagle3lint.errors import UsageError
+from eagle3lint.fix.planner import finding_key
 from eagle3lint.report.paths import display_path
 from eagle3lint.verify.cli import optional_verify_run_options
 
@@ -124,7 +125,12 @@ def fix(
         if written:
             fixed = sum(1 for plan in outcome.accepted if plan.paths <= set(written))
             click.echo(f"Fixed {_plural(fixed, 'finding')} in {_plural(len(written), 'file')}.", err=True)
-        remaining = outcome.remaining if all(p is None for p in problems.values()) else result.findings
+        if all(p is None for p in problems.values()):
+            remaining = outcome.remaining
+        else:
+            # Some files were not written: what remains is what the written files did not fix.
+            done_keys = {plan.key for plan in outcome.accepted if plan.paths <= set(written)}
+            remaining = [f for f in result.findings if finding_key(f) not in done_keys]
     else:
         for path, change in sorted(outcome.changes.items()):
             sys.stdout.write(unified_diff(change.source.text, change.new_text, diff_label(path, found.source_root)))
