@@ -86,6 +86,11 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
         return FileError(request.path, f"syntax error at {where}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
+    return summary_of(request, text, tree)
+
+
+def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSummary:
+    """The summary of a parsed text, its suppression comments included."""
     summary = summarize(
         tree,
         module=request.module,

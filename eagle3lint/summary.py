@@ -151,7 +151,8 @@ def dotted(node: ast.AST) -> str | None:
     return None
 
 
-def _is_stub_body(body: list[ast.stmt]) -> bool:
+def is_stub_body(body: list[ast.stmt]) -> bool:
+    """A body of ``...``, ``pass``, a docstring alone, or ``raise NotImplementedError``."""
     stmts = body
     if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant):
         if isinstance(stmts[0].value.value, str):
@@ -368,7 +369,7 @@ def _summarize_function(
         col=node.col_offset,
         end_lineno=node.end_lineno or node.lineno,
         params=params,
-        is_stub=_is_stub_body(node.body),
+        is_stub=is_stub_body(node.body),
         decorators=decorators,
     )
     assigns: list[tuple[str, int, ast.AST | None]] = []

@@ -10,9 +10,8 @@ from typing import TYPE_CHECKING
 
 from eagle3lint.findings import FileError
 from eagle3lint.index import ProjectIndex, SummaryProvider
-from eagle3lint.sources import ParseRequest, parse_module
-from eagle3lint.summary import ModuleSummary, summarize
-from eagle3lint.suppressions import scan_suppressions
+from eagle3lint.sources import ParseRequest, parse_module, summary_of
+from eagle3lint.summary import ModuleSummary
 
 if TYPE_CHECKING:
     from eagle3lint.runner import CheckResult
@@ -26,16 +25,7 @@ def summarize_text(request: ParseRequest, text: str, tree: ast.Module | None = N
                 tree = ast.parse(text, filename=request.path)
         except SyntaxError as exc:
             return FileError(request.path, f"syntax error after fixing, at line {exc.lineno}: {exc.msg}")
-    summary = summarize(
-        tree,
-        module=request.module,
-        path=request.path,
-        is_package=request.is_package,
-        walk_names=request.walk_names,
-        line_count=text.count("\n") + 1,
-    )
-    summary.suppressions = scan_suppressions(text)
-    return summary
+    return summary_of(request, text, tree)
 
 
 class OverlayProvider:

@@ -22,7 +22,7 @@ from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.sources import decode_source, read_source
-from eagle3lint.summary import dotted
+from eagle3lint.summary import dotted, is_stub_body
 from eagle3lint.vllm.pack import VllmPack, vllm_pack
 
 _STUB = "stub"
@@ -244,25 +244,6 @@ def _is_classvar(annotation: ast.expr | None) -> bool:
     return bool(name) and name.split(".")[-1] == "ClassVar"  # type: ignore[union-attr]
 
 
-def _is_stub(body: list[ast.stmt]) -> bool:
-    stmts = body
-    if stmts and isinstance(stmts[0], ast.Expr) and isinstance(stmts[0].value, ast.Constant) and isinstance(stmts[0].value.value, str):
-        stmts = stmts[1:]
-    if not stmts:
-        return True
-    if len(stmts) != 1:
-        return False
-    only = stmts[0]
-    if isinstance(only, ast.Pass):
-        return True
-    if isinstance(only, ast.Expr) and isinstance(only.value, ast.Constant) and only.value.value is Ellipsis:
-        return True
-    if isinstance(only, ast.Raise) and only.exc is not None:
-        exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
-        return dotted(exc) == "NotImplementedError"
-    return False
-
-
 def _decorators(node: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) -> list[str]:
     out = []
     for dec in node.decorator_list:
@@ -284,7 +265,7 @@ def _members_of(cls: ast.ClassDef) -> list[ProtocolMember]:
                 if isinstance(target, ast.Name) and not target.id.startswith("__"):
                     out.append(ProtocolMember(target.id, "attribute", cls.name, stmt.lineno, value=ast.unparse(stmt.value)))
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not stmt.name.startswith("__"):
-            body = _STUB if _is_stub(stmt.body) else _DEFAULT
+            body = _STUB if is_stub_body(stmt.body) else _DEFAULT
             out.append(ProtocolMember(stmt.name, "method", cls.name, stmt.lineno, body=body))
     return out
 
@@ -488,7 +469,7 @@ def parse_interfaces(tree: ast.Module, module: str, rel_path: str, vpack: VllmPa
     if mixin is not None:
         result.mixin = _read_mixin(mixin, vpack.capture_attribute)
     for stmt in proto.body:
-        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not _is_stub(stmt.body):
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and not is_stub_body(stmt.body):
             result.walks[stmt.name] = _read_walk(stmt)
     return result
 
