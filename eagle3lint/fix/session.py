@@ -171,18 +171,47 @@ def write_changes(outcome: FixOutcome) -> dict[str, str | None]:
 
 
 def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> None:
-    """Fill ``Finding.fix`` for every finding a pattern fits, each with its own diff."""
+    """Fill ``Finding.fix`` for every finding a pattern fits, each with its own diff. The diffs
+    are rendered on every core, the plans of one file together (they share its parse)."""
+    env = FixEnv(result, SourceSet(), scope or [result.engine.root])
+    plans = plan_fixes(env)
+    jobs: dict[str, list[tuple[int, tuple[Edit, ...]]]] = {}
+    for n, plan in enumerate(plans):
+        if plan.edits:
+            jobs.setdefault(plan.edits[0].path, []).append((n, tuple(plan.edits)))
+    batches = list(jobs.values())
+    rendered: dict[int, tuple[str, str | None]] = {}
+    if batches:
+        import eagle3lint.fix.apply  # noqa: F401  (forked workers inherit libcst)
+    with WorkerPool() as pool:
+        if pool.enabled and len(batches) >= 4:
+            lanes = [[job for batch in batches[i :: pool.workers * 2] for job in batch] for i in range(pool.workers * 2)]
+            futures = [pool.submit(_render_diffs, lane, result.engine.source_root) for lane in lanes if lane]
+            outcomes = [o for future in futures for o in future.result()]
+        else:
+            outcomes = _render_diffs([job for batch in batches for job in batch], result.engine.source_root)
+    for n, diff, problem in outcomes:
+        rendered[n] = (diff, problem)
+    for n, plan in enumerate(plans):
+        applicability, description, diff = plan.applicability, plan.full_description(), ""
+        if n in rendered:
+            diff, problem = rendered[n]
+            if problem is not None:
+                applicability, description = DISPLAY_ONLY, f"{description} (cannot be rendered: {problem})"
+        plan.finding.fix = Fix(applicability, description, diff)
+
+
+def _render_diffs(jobs: list[tuple[int, tuple[Edit, ...]]], source_root: Path) -> list[tuple[int, str, str | None]]:
+    """(plan number, diff, why it could not be rendered) for each job; one process's share."""
     sources = SourceSet()
     parsed: dict[Any, Any] = {}
-    env = FixEnv(result, sources, scope or [result.engine.root])
-    for plan in plan_fixes(env):
-        applicability, description, diff = plan.applicability, plan.full_description(), ""
-        if plan.edits:
-            try:
-                diff = render_diff(plan.edits, sources, parsed, result.engine.source_root)
-            except (ApplyError, ProofError, OSError) as exc:
-                applicability, description = DISPLAY_ONLY, f"{description} (cannot be rendered: {exc})"
-        plan.finding.fix = Fix(applicability, description, diff)
+    out: list[tuple[int, str, str | None]] = []
+    for n, edits in jobs:
+        try:
+            out.append((n, render_diff(edits, sources, parsed, source_root), None))
+        except (ApplyError, ProofError, OSError) as exc:
+            out.append((n, "", str(exc)))
+    return out
 
 
 def render_diff(edits: tuple[Edit, ...] | list[Edit], sources: SourceSet, parsed: dict[Any, Any], source_root: Path) -> str:
