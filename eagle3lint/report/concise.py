@@ -15,11 +15,14 @@ def summary_line(result: CheckResult) -> str:
     counts = Counter(f.severity for f in result.findings)
     parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts[s]]
     found = ", ".join(parts) if parts else "no findings"
-    checked = sum(1 for m in result.models if m.role is not None)
+    from eagle3lint.models import in_scope
+
+    # Models in the reporting scope with a role (vLLM also lists registrations outside it).
+    checked = sum(1 for m in result.models if m.role is not None and (not result.scope or in_scope(m.path, result.scope)))
     tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
     return (
         f"{result.engine.name} {result.engine.version}: {found} "
-        f"({checked} model classes checked){tail}"
+        f"({checked} model class{'es' if checked != 1 else ''} checked){tail}"
     )
 
 
