@@ -82,6 +82,8 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=request.path)
     except SyntaxError as exc:
+        if exc.lineno is None:  # e.g. a NUL byte: Python names no position
+            return FileError(request.path, f"cannot be parsed: {exc.msg}")
         where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
         return FileError(request.path, f"syntax error at {where}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:

@@ -108,6 +108,7 @@ def test_null_bytes(tree: Path) -> None:
     (_models(tree) / "nul.py").write_bytes(b"x = 1\x00\n")
     code, data = run_json("check", tree)
     assert code == 2 and "nul.py" in data["errors"][0]["path"]
+    assert "None" not in data["errors"][0]["message"] and "null bytes" in data["errors"][0]["message"]
 
 
 def test_missing_path_and_no_engine(tmp_path: Path) -> None:
