@@ -19,6 +19,7 @@ from eagle3lint.cli import (
     EXIT_FINDINGS,
     _refuse_other_engine,
     _split_codes,
+    _validate_codes,
     config_option,
     engine_options,
     resolve_engine,
@@ -84,16 +85,13 @@ def fix(
         if not paths:
             _refuse_other_engine(original_paths, engine or settings.engine)
             sys.exit(EXIT_CLEAN)
-    from eagle3lint.checks import REGISTRY
     from eagle3lint.fix.diff import diff_base, diff_label, unified_diff
     from eagle3lint.fix.planner import DISPLAY_ONLY, UNSAFE
     from eagle3lint.fix.session import prepare_fixes, write_changes
     from eagle3lint.runner import run_check
 
     selected, ignored = _split_codes(select), _split_codes(ignore)
-    for code in [*selected, *ignored]:
-        if code != "ALL" and not any(r.code.startswith(code) for r in REGISTRY):
-            raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
+    _validate_codes([*selected, *ignored])
     if apply_fixes and release:
         raise UsageError("--apply would edit the cached copy of the release; copy the tree and give its path instead")
     extra_models = [p for o in settings.engines.values() for p in o.extra_models]
