@@ -14,15 +14,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import re
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
-from eagle3lint.sources import decode_source, iter_python_files, read_source
+from eagle3lint.sources import decode_source, read_source
 from eagle3lint.summary import try_parts
 
 FATAL_GUARDS = ("none", "error")
@@ -543,7 +545,7 @@ def _parse_chunk(lines: list[str], start: int, end: int, indent: int) -> ast.Mod
 
 def scan_file(
     engine: Engine,
-    path: Path,
+    path: Path | str,
     needles: tuple[bytes, ...],
     checks: CheckFunctions | None = None,
     check_calls: list[CheckCall] | None = None,
@@ -559,7 +561,7 @@ def scan_file(
     text = decode_source(str(path), data)
     if isinstance(text, FileError):
         return text
-    rel = path.relative_to(engine.source_root).as_posix()
+    rel = Path(path).relative_to(engine.source_root).as_posix()
     collector = _SiteCollector(engine, rel, engine.pack.members, checks)
     lines = text.splitlines(keepends=True)
     hits = _hit_lines(text, needles)
@@ -613,9 +615,29 @@ def _qualify(sites: list[ContractSite], chunks: list[tuple[int, int, int, str]])
                 break
 
 
-def contract_needles(engine: Engine) -> tuple[bytes, ...]:
-    names = set(engine.pack.members) | set(engine.pack.scan_needles)
-    return tuple(sorted(n.encode() for n in names))
+def contract_needles(engine: Engine, extra: tuple[str, ...] = ()) -> tuple[bytes, ...]:
+    """The byte strings a file must contain to hold a call site: the fewest that say as much.
+
+    A needle containing another needle adds nothing (any file or line holding it also holds the
+    shorter one), and every needle costs a pass over the engine's 50-70 MB of source."""
+    names = set(engine.pack.members) | set(engine.pack.scan_needles) | set(extra)
+    minimal = {n for n in names if not any(other != n and other in n for other in names)}
+    return tuple(sorted(n.encode() for n in minimal))
+
+
+def _engine_files_outside_models(engine: Engine) -> Iterator[str]:
+    """Every engine ``*.py`` but the models folders' (those are the index's), sorted, as
+    strings: this walks thousands of files, and pathlib would cost more than the reading."""
+    root = str(engine.root)
+    skip = {os.path.normpath(os.path.join(root, m)) for m in engine.pack.models}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if not d.startswith(".") and d != "__pycache__" and os.path.join(dirpath, d) not in skip
+        )
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield os.path.join(dirpath, name)
 
 
 def extract_contract(engine: Engine) -> Contract:
@@ -625,7 +647,7 @@ def extract_contract(engine: Engine) -> Contract:
         for name, spec in pack.members.items()
     }
     contract = Contract(engine=engine, members=members)
-    needles = contract_needles(engine)
+    check_function: tuple[str, ...] = ()
     checks: CheckFunctions = {}
     check_calls: list[CheckCall] = []
     protocol: Any = None
@@ -638,11 +660,9 @@ def extract_contract(engine: Engine) -> Contract:
             contract.errors.append(error)
         if protocol is not None and protocol.check_function:
             checks[protocol.check_function] = frozenset(m.name for m in protocol.members)
-            needles = (*needles, protocol.check_function.encode())
-    for path in iter_python_files(engine.root):
-        rel_parts = path.relative_to(engine.root).parts
-        if in_models_folder(rel_parts, engine):
-            continue
+            check_function = (protocol.check_function,)
+    needles = contract_needles(engine, check_function)
+    for path in _engine_files_outside_models(engine):
         result = scan_file(engine, path, needles, checks, check_calls)
         if result is None:
             continue
