@@ -106,9 +106,11 @@ class ProjectIndex:
     def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:
         provider = self.provider or _serial_provider
         requests = []
+        wanted: set[str] = set()
         for path in paths:
             request = self.request_for(path)
-            if request.module not in self.modules:
+            if request.module not in self.modules and request.module not in wanted:
+                wanted.add(request.module)
                 requests.append(request)
         loaded = []
         for request, result in zip(requests, provider(requests), strict=False):

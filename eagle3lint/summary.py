@@ -69,6 +69,9 @@ class FunctionSummary:
     # ``hasattr(self.<attr>, "<member>")`` probes: a forward the method makes only when present.
     probed_chains: set[tuple[str, str]] = field(default_factory=set)
     walked: bool = False
+    # ``__init__`` only: the ``self.<attr>`` assigned inside each ``with self.<cm>(...)`` block,
+    # by context-manager method (vLLM builds its language model under one).
+    with_assigns: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def is_property(self) -> bool:
@@ -373,6 +376,9 @@ def _summarize_function(
         decorators=decorators,
     )
     assigns: list[tuple[str, int, ast.AST | None]] = []
+    if is_method and node.name == "__init__":
+        all_args = [*node.args.posonlyargs, *node.args.args]
+        _collect_with_assigns(node.body, all_args[0].arg if all_args else "self", summary.with_assigns, None)
     if not walk and is_method:
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
@@ -449,6 +455,36 @@ def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[
             body, handlers, orelse, final = parts
             for block in (body, *(h.body for h in handlers), orelse, final):
                 _collect_self_assigns(block, self_name, out)
+
+
+def _collect_with_assigns(body: list[ast.stmt], self_name: str, out: dict[str, list[str]], inside: list[str] | None) -> None:
+    """Statement level, like ``_collect_self_assigns``; ``inside``: the list the enclosing
+    ``with self.<cm>(...)`` block collects into."""
+    for stmt in body:
+        if inside is not None and isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
+                    if target.attr not in inside:
+                        inside.append(target.attr)
+        if isinstance(stmt, (ast.With, ast.AsyncWith)):
+            collecting = inside
+            for item in stmt.items:
+                call = item.context_expr
+                if (
+                    isinstance(call, ast.Call)
+                    and isinstance(call.func, ast.Attribute)
+                    and isinstance(call.func.value, ast.Name)
+                    and call.func.value.id == self_name
+                ):
+                    collecting = out.setdefault(call.func.attr, [])
+            _collect_with_assigns(stmt.body, self_name, out, collecting)
+        elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While)):
+            _collect_with_assigns(stmt.body, self_name, out, inside)
+            _collect_with_assigns(stmt.orelse, self_name, out, inside)
+        elif (parts := try_parts(stmt)) is not None:
+            body_, handlers, orelse, final = parts
+            for block in (body_, *(h.body for h in handlers), orelse, final):
+                _collect_with_assigns(block, self_name, out, inside)
 
 
 def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:

@@ -186,26 +186,8 @@ class HolderFinder:
         for current in self.index.mro(ref).classes:
             cls = self.index.class_summary(current)
             init = cls.methods.get("__init__") if cls else None
-            module = self.index.module(current.module)
-            if init is None or module is None:
-                continue
-            tree = self.index.snippets.parse(module.path, init.lineno, init.end_lineno)
-            if tree is None:
-                return []
-            marked: list[str] = []
-            for node in ast.walk(tree):
-                if not isinstance(node, ast.With):
-                    continue
-                if not any(_self_path(item.context_expr.func) == (marker,) for item in node.items if isinstance(item.context_expr, ast.Call)):
-                    continue
-                for inner in ast.walk(node):
-                    if isinstance(inner, (ast.Assign, ast.AnnAssign)):
-                        targets = inner.targets if isinstance(inner, ast.Assign) else [inner.target]
-                        for target in targets:
-                            path = _self_path(target)
-                            if path and len(path) == 1 and path[0] not in marked:
-                                marked.append(path[0])
-            return marked  # the __init__ that runs decides
+            if init is not None:
+                return list(init.with_assigns.get(marker, []))  # the __init__ that runs decides
         return []
 
     # ---- a model's own override -------------------------------------------------------------
