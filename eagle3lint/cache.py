@@ -245,26 +245,14 @@ class Cache:
 
     # ---- contract --------------------------------------------------------------------
     def contract_fingerprint(self) -> str:
+        """Name, size and mtime of every file the contract scan reads."""
         h = hashlib.sha256()
-        root = str(self.engine.root)
-        skip = {os.path.join(root, *m.split("/")) for m in self.engine.pack.models}
-        stack = [root]
-        while stack:
-            folder = stack.pop()
+        for path in self.engine.call_site_files():
             try:
-                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+                st = os.stat(path)
             except OSError:
                 continue
-            for entry in entries:
-                if entry.is_dir(follow_symlinks=False):
-                    if entry.path not in skip and not entry.name.startswith(".") and entry.name != "__pycache__":
-                        stack.append(entry.path)
-                elif entry.name.endswith(".py"):
-                    try:
-                        st = entry.stat()
-                    except OSError:
-                        continue
-                    h.update(f"{entry.path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
         return h.hexdigest()
 
     def load_contract(self, fingerprint: str) -> Contract | None:

@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import re
 import warnings
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -465,9 +463,10 @@ def _with_condition(ctx: _Context, test: ast.expr, polarity: bool, other_raises:
     return _Context(ctx.function, (*ctx.conditions, (test, polarity, other_raises)), ctx.try_guard, ctx.established, ctx.and_guarded)
 
 
-def in_models_folder(rel_parts: tuple[str, ...], engine: Engine) -> bool:
+def outside_call_site_scan(rel_parts: tuple[str, ...], engine: Engine) -> bool:
+    """A file the contract scan never reads: in a models folder or a subtree the pack skips."""
     rel = "/".join(rel_parts)
-    return any(rel.startswith(m.rstrip("/") + "/") for m in engine.pack.models)
+    return any(rel.startswith(m.rstrip("/") + "/") for m in (*engine.pack.models, *engine.pack.scan_skip))
 
 
 _DEF_RE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)")
@@ -625,21 +624,6 @@ def contract_needles(engine: Engine, extra: tuple[str, ...] = ()) -> tuple[bytes
     return tuple(sorted(n.encode() for n in minimal))
 
 
-def _engine_files_outside_models(engine: Engine) -> Iterator[str]:
-    """Every engine ``*.py`` but the models folders' (those are the index's), sorted, as
-    strings: this walks thousands of files, and pathlib would cost more than the reading."""
-    root = str(engine.root)
-    skip = {os.path.normpath(os.path.join(root, m)) for m in engine.pack.models}
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(
-            d for d in dirnames
-            if not d.startswith(".") and d != "__pycache__" and os.path.join(dirpath, d) not in skip
-        )
-        for name in sorted(filenames):
-            if name.endswith(".py"):
-                yield os.path.join(dirpath, name)
-
-
 def extract_contract(engine: Engine) -> Contract:
     pack = engine.pack
     members = {
@@ -662,7 +646,7 @@ def extract_contract(engine: Engine) -> Contract:
             checks[protocol.check_function] = frozenset(m.name for m in protocol.members)
             check_function = (protocol.check_function,)
     needles = contract_needles(engine, check_function)
-    for path in _engine_files_outside_models(engine):
+    for path in engine.call_site_files():
         result = scan_file(engine, path, needles, checks, check_calls)
         if result is None:
             continue

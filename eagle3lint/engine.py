@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +31,22 @@ class Engine:
 
     def to_json(self) -> dict[str, str]:
         return {"name": self.name, "version": self.version, "root": str(self.root)}
+
+    def call_site_files(self) -> Iterator[str]:
+        """The engine files whose calls on model objects make the contract: every ``*.py`` but
+        the models folders' (the index reads those) and the subtrees the rule pack skips,
+        sorted. Strings, not paths: there are thousands, and pathlib would cost more than
+        reading them."""
+        root = str(self.root)
+        skip = {os.path.normpath(os.path.join(root, m)) for m in (*self.pack.models, *self.pack.scan_skip)}
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = sorted(
+                d for d in dirnames
+                if not d.startswith(".") and d != "__pycache__" and os.path.join(dirpath, d) not in skip
+            )
+            for name in sorted(filenames):
+                if name.endswith(".py"):
+                    yield os.path.join(dirpath, name)
 
 
 def _is_package_root(folder: Path, pack: RulePack) -> bool:

@@ -59,6 +59,7 @@ class RulePack:
     model_receiver: re.Pattern[str]
     unknown_member_pattern: re.Pattern[str]
     scan_needles: tuple[str, ...]
+    scan_skip: tuple[str, ...]
     inner_model_attributes: tuple[str, ...]
     external_bases_without_members: tuple[str, ...]
     role_words: dict[str, tuple[str, ...]]
@@ -141,6 +142,7 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         model_receiver=_compile(pack_path, "model_receiver", _require(pack_path, data, "model_receiver", str)),
         unknown_member_pattern=_compile(pack_path, "unknown_member_pattern", data.get("unknown_member_pattern", "(?!)")),
         scan_needles=tuple(data.get("scan_needles", [])),
+        scan_skip=tuple(data.get("scan_skip", [])),
         inner_model_attributes=tuple(data.get("inner_model_attributes", [])),
         external_bases_without_members=tuple(data.get("external_bases_without_members", [])),
         role_words={role: tuple(words) for role, words in roles.items()},

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
 
-from eagle3lint.contract import ContractSite, extract_contract
+from eagle3lint.contract import ContractSite, contract_needles, extract_contract
 from eagle3lint.engine import discover_engine
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
 
@@ -108,6 +109,37 @@ def test_unknown_members_are_listed(tmp_path: Path) -> None:
     assert "unknown members" in done.stdout and "set_eagle3_mystery_layers" in done.stdout
 
 
+def test_subtrees_the_pack_skips_are_not_scanned(tmp_path: Path) -> None:
+    """The engine's tests, kernels and diffusion runtime call no target model: their call sites
+    are not the contract (and skipping them halves the scan)."""
+    make_tree(
+        tmp_path,
+        {
+            **SGLANG_SKELETON,
+            "sglang/srt/runner.py": GUARDS,
+            "sglang/test/test_runner.py": GUARDS,
+            "sglang/multimodal_gen/runtime/worker.py": GUARDS,
+            "sglang/kernels/op.py": GUARDS,
+        },
+    )
+    contract = extract_contract(discover_engine([tmp_path / "sglang"]))
+    paths = {s.path for m in contract.members.values() for s in m.sites}
+    assert paths == {"sglang/srt/runner.py"}
+    assert contract.scanned_files == 1
+
+
+def test_needles_are_the_fewest_that_say_as_much(tmp_path: Path) -> None:
+    make_tree(tmp_path, SGLANG_SKELETON)
+    engine = discover_engine([tmp_path / "sglang"])
+    needles = contract_needles(engine)
+    every = {n.encode() for n in (*engine.pack.members, *engine.pack.scan_needles)}
+    # Each member or configured needle still contains one of the needles kept...
+    assert all(any(kept in n for kept in needles) for n in every)
+    # ...and none kept contains another.
+    assert not any(a != b and b in a for a in needles for b in needles)
+    assert b"eagle3_" in needles and b"set_eagle3_layers_to_capture" not in needles
+
+
 def test_members_the_engine_never_touches_are_not_required() -> None:
     contract = extract_contract(discover_engine([FIXTURES / "sglang_basic"]))
     assert contract.members["get_hot_token_id"].sites == []
@@ -142,3 +174,7 @@ def test_function_chunks_find_the_same_sites_as_whole_file_parses(monkeypatch: p
     sites = lambda c: {s for m in c.members.values() for s in m.sites}  # noqa: E731
     assert sites(chunked) == sites(whole)
     assert len(sites(whole)) > 20
+    # Nor do the subtrees the pack skips hold a call site on this release.
+    everything = dataclasses.replace(engine, pack=dataclasses.replace(engine.pack, scan_skip=()))
+    monkeypatch.undo()
+    assert sites(extract_contract(everything)) == sites(chunked)

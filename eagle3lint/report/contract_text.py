@@ -10,7 +10,12 @@ from eagle3lint.contract import Contract, MemberContract
 def write_contract_text(contract: Contract, out: TextIO) -> None:
     engine = contract.engine
     out.write(f"{engine.name} {engine.version} at {engine.root}\n")
-    out.write(f"scanned {contract.scanned_files} engine files outside the models folders\n\n")
+    skipped = ", ".join(engine.pack.scan_skip)
+    out.write(
+        f"read {contract.scanned_files} engine files that mention the interface (models folders"
+        + (f" and {skipped} not scanned" if skipped else " not scanned")
+        + ")\n\n"
+    )
     for member in contract.members.values():
         if not member.known:
             continue
