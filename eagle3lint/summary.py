@@ -10,7 +10,9 @@ that of parsing alone.
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from eagle3lint.suppressions import FileSuppressions
 
@@ -257,8 +259,11 @@ def _record_nested_literals(call: ast.Call, literal: dict[str, list[str]]) -> No
                 literal[f"{short}#{position}"] = strings
 
 
-class _BodyWalker(ast.NodeVisitor):
-    """Collects self-chains, self reads, calls and ``self.x = ...`` assignments of one function."""
+class _BodyWalker:
+    """Collects self-chains, self reads, calls and ``self.x = ...`` assignments of one function.
+
+    An explicit pre-order walk with handlers by node type: ``ast.NodeVisitor`` dispatches by
+    building a method name per node, and this runs over every walked body of every model."""
 
     def __init__(self, self_name: str) -> None:
         self.self_name = self_name
@@ -269,31 +274,58 @@ class _BodyWalker(ast.NodeVisitor):
         self.assigns: list[tuple[str, int, ast.AST | None]] = []
         self.returns_self_attr: str | None = None
 
+    def walk(self, body: list[ast.stmt]) -> None:
+        handlers = _WALK_HANDLERS
+        fields = _CHILD_FIELDS
+        stack: list[object] = list(reversed(body))
+        while stack:
+            node = stack.pop()
+            kind = type(node)
+            handler = handlers.get(kind)
+            if handler is not None and not handler(self, node):
+                continue
+            names = fields.get(kind)
+            if names is None:
+                # Leaves (names, strings, None in ``Dict.keys``) have no fields; ``ctx`` is a marker.
+                names = fields[kind] = tuple(f for f in getattr(kind, "_fields", ()) if f != "ctx")
+            if not names:
+                continue
+            children: list[object] = []
+            for name in names:
+                value = getattr(node, name, None)
+                if value.__class__ is list:
+                    children.extend(value)
+                elif value is not None:
+                    children.append(value)
+            children.reverse()
+            stack.extend(children)
+
     def _self_attr(self, node: ast.AST) -> str | None:
         if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
             if node.value.id == self.self_name:
                 return node.attr
         return None
 
-    def visit_Attribute(self, node: ast.Attribute) -> None:
+    # Each handler returns whether the walk goes on into the node's children.
+    def _attribute(self, node: ast.Attribute) -> bool:
         attr = self._self_attr(node)
         if attr is not None:
             if isinstance(node.ctx, ast.Load):
                 self.reads.add(attr)
-            return
+            return False
         inner = node.value
         inner_attr = self._self_attr(inner)
         if inner_attr is not None:
             self.chains.append((inner_attr, node.attr))
             self.reads.add(inner_attr)
-            return
+            return False
         if isinstance(inner, ast.Call):
             call_attr = self._self_attr(inner.func)
             if call_attr is not None:
                 self.chains.append((call_attr + "()", node.attr))
-        self.generic_visit(node)
+        return True
 
-    def visit_Call(self, node: ast.Call) -> None:
+    def _call(self, node: ast.Call) -> bool:
         func = node.func
         if isinstance(func, ast.Name):
             self.calls.add(func.id)
@@ -311,20 +343,20 @@ class _BodyWalker(ast.NodeVisitor):
                     self.chains.append((target, "*"))
         elif isinstance(func, ast.Attribute):
             self.calls.add(func.attr)
-        self.generic_visit(node)
+        return True
 
-    def visit_Assign(self, node: ast.Assign) -> None:
+    def _assign(self, node: ast.Assign) -> bool:
         for target in node.targets:
             self._record_target(target, node.value, node.lineno)
-        self.generic_visit(node)
+        return True
 
-    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+    def _ann_assign(self, node: ast.AnnAssign) -> bool:
         self._record_target(node.target, node.value, node.lineno)
-        self.generic_visit(node)
+        return True
 
-    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+    def _aug_assign(self, node: ast.AugAssign) -> bool:
         self._record_target(node.target, None, node.lineno)
-        self.generic_visit(node)
+        return True
 
     def _record_target(self, target: ast.AST, value: ast.AST | None, lineno: int) -> None:
         attr = self._self_attr(target)
@@ -334,20 +366,28 @@ class _BodyWalker(ast.NodeVisitor):
             for elt in target.elts:
                 self._record_target(elt, None, lineno)
 
-    def visit_Return(self, node: ast.Return) -> None:
+    def _return(self, node: ast.Return) -> bool:
         if node.value is not None and self.returns_self_attr is None:
             self.returns_self_attr = self._self_attr(node.value)
-        self.generic_visit(node)
+        return True
 
-    # Nested functions and classes have their own ``self``; lambdas keep ours.
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
-        return
+    def _nested_scope(self, node: ast.AST) -> bool:
+        # Nested functions and classes have their own ``self``; lambdas keep ours.
+        return False
 
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        return
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> None:
-        return
+_WALK_HANDLERS: dict[type, Callable[[_BodyWalker, Any], bool]] = {
+    ast.Attribute: _BodyWalker._attribute,
+    ast.Call: _BodyWalker._call,
+    ast.Assign: _BodyWalker._assign,
+    ast.AnnAssign: _BodyWalker._ann_assign,
+    ast.AugAssign: _BodyWalker._aug_assign,
+    ast.Return: _BodyWalker._return,
+    ast.FunctionDef: _BodyWalker._nested_scope,
+    ast.AsyncFunctionDef: _BodyWalker._nested_scope,
+    ast.ClassDef: _BodyWalker._nested_scope,
+}
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[str]:
@@ -387,8 +427,7 @@ def _summarize_function(
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
         walker = _BodyWalker(self_name)
-        for stmt in node.body:
-            walker.visit(stmt)
+        walker.walk(node.body)
         summary.self_chains = walker.chains
         summary.self_reads = walker.reads
         summary.calls = walker.calls
@@ -400,6 +439,7 @@ def _summarize_function(
 
 
 _TRY_TYPES: tuple[type, ...] = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
+_TRY_KINDS = frozenset(_TRY_TYPES)
 
 
 def try_parts(stmt: ast.stmt) -> tuple[list[ast.stmt], list[ast.ExceptHandler], list[ast.stmt], list[ast.stmt]] | None:
@@ -439,21 +479,25 @@ def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom
     return found
 
 
+_NESTED_BLOCKS = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith})
+
+
 def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
     """``self.x = ...`` at statement level (through if/for/with/try blocks), without descending
-    into expressions: cheap enough to run on every method of every model."""
+    into expressions: cheap enough to run on every method of every model (hence exact-type
+    tests, not isinstance chains)."""
     for stmt in body:
-        if isinstance(stmt, ast.Assign):
-            for target in stmt.targets:
-                _self_target(target, stmt.value, stmt.lineno, self_name, out)
-        elif isinstance(stmt, ast.AnnAssign):
-            _self_target(stmt.target, stmt.value, stmt.lineno, self_name, out)
-        elif isinstance(stmt, (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith)):
-            _collect_self_assigns(stmt.body, self_name, out)
+        kind = type(stmt)
+        if kind is ast.Assign:
+            for target in stmt.targets:  # type: ignore[attr-defined]
+                _self_target(target, stmt.value, stmt.lineno, self_name, out)  # type: ignore[attr-defined]
+        elif kind is ast.AnnAssign:
+            _self_target(stmt.target, stmt.value, stmt.lineno, self_name, out)  # type: ignore[attr-defined]
+        elif kind in _NESTED_BLOCKS:
+            _collect_self_assigns(stmt.body, self_name, out)  # type: ignore[attr-defined]
             _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out)
-        elif (parts := try_parts(stmt)) is not None:
-            body, handlers, orelse, final = parts
-            for block in (body, *(h.body for h in handlers), orelse, final):
+        elif kind in _TRY_KINDS:
+            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
                 _collect_self_assigns(block, self_name, out)
 
 
