@@ -84,7 +84,26 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
     return out
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _LazyGroup(click.Group):
+    """Subcommands living in other modules load when named (or listed by --help): ``check``
+    on every commit should not pay for importing the fixer and the GPU launcher."""
+
+    lazy = {"fix": "eagle3lint.fix.cli:fix", "verify": "eagle3lint.verify.cli:verify"}
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted([*super().list_commands(ctx), *self.lazy])
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy:
+            import importlib
+
+            module, _, attr = self.lazy[cmd_name].partition(":")
+            command: click.Command = getattr(importlib.import_module(module), attr)
+            return command
+        return super().get_command(ctx, cmd_name)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eagle3lint")
 def cli() -> None:
     """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM)."""
@@ -300,11 +319,3 @@ def _run(argv: list[str] | None) -> None:
         click.echo(traceback.format_exc(), err=True)
         sys.exit(EXIT_ERROR)
 
-
-from eagle3lint.verify.cli import verify  # noqa: E402
-
-cli.add_command(verify)
-
-from eagle3lint.fix.cli import fix  # noqa: E402
-
-cli.add_command(fix)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
 
 from eagle3lint.index import ClassRef, ProjectIndex, Resolved
+from eagle3lint.sources import real_path
 from eagle3lint.summary import ClassSummary, ModuleSummary
 
 TARGET = "target"
@@ -188,15 +188,10 @@ def _why(resolved: Resolved) -> str:
     return f"is not a class ({type(resolved).__name__})"
 
 
-@cache
-def _real(path: str) -> str:
-    return os.path.realpath(path)
-
-
 def in_scope(path: str, scope: list[Path]) -> bool:
-    resolved = _real(path)
+    resolved = real_path(path)
     for item in scope:
-        target = _real(str(item))
+        target = real_path(str(item))
         if resolved == target or resolved.startswith(target.rstrip(os.sep) + os.sep):
             return True
     return False

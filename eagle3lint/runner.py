@@ -157,7 +157,6 @@ def run_check(
             if hit is not None and cached_contract is not None:
                 hit["scope"] = [Path(p) for p in hit.get("scope", [])]
                 return CheckResult(engine=engine, contract=cached_contract, **hit)
-        from eagle3lint.checks.context import CheckContext
         from eagle3lint.contract import extract_contract
         from eagle3lint.models import discover_sglang_models
         from eagle3lint.parallel import WorkerPool, parse_serially
@@ -193,6 +192,9 @@ def run_check(
                     cache.store_contract(fingerprint, contract)
         index.provider = provider or (cache.provider(parse_serially) if cache is not None else None)
         scope = [*scope, *extra_models]
+        # The rules load once the parse is under way: the workers forked without them.
+        from eagle3lint.checks.context import CheckContext
+
         ctx: CheckContext
         if discovered is not None:
             from eagle3lint.vllm.pipeline import vllm_context

@@ -8,6 +8,7 @@ import stat
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
 from eagle3lint.findings import FileError
@@ -103,6 +104,20 @@ def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSumm
     )
     summary.suppressions = scan_suppressions(text)
     return summary
+
+
+@cache
+def _real_folder(folder: str) -> str:
+    return os.path.realpath(folder)
+
+
+def real_path(path: str) -> str:
+    """``os.path.realpath``, resolving each folder once: hundreds of files share a handful of
+    folders, and only the file itself can still be a link."""
+    folder, name = os.path.split(os.path.abspath(path))
+    if name in ("", ".", "..") or ".." in path.split(os.sep) or os.path.islink(path):
+        return os.path.realpath(path)
+    return os.path.join(_real_folder(folder), name)
 
 
 def iter_python_files(root: Path) -> Iterator[Path]:
