@@ -18,7 +18,7 @@ import re
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
@@ -490,18 +490,22 @@ def _function_chunks(lines: list[str], hit_lines: list[int]) -> list[tuple[int, 
         start = None
         for j in range(hit, -1, -1):
             match = _DEF_RE.match(lines[j])
-            if match and len(match.group(1)) < hit_indent:
+            # The enclosing def, or the def on the hit line itself (a member in its name).
+            if match and (len(match.group(1)) < hit_indent or j == hit):
                 start, indent, name = j, len(match.group(1)), match.group(2)
                 break
         if start is None:
+            if _in_module_import(lines, hit):
+                continue  # ``from ...interfaces import (supports_eagle3, ...)``: no call site
             return None
         if start in chunks:
             continue
+        def_line = start
         # Decorators belong to the function; include them so the chunk parses on its own.
         while start > 0 and lines[start - 1].strip().startswith("@") and _indent_of(lines[start - 1]) == indent:
             start -= 1
         end = len(lines)
-        for k in range(start + 1, len(lines)):
+        for k in range(def_line + 1, len(lines)):
             text = lines[k]
             stripped = text.strip()
             if not stripped or stripped.startswith("#"):
@@ -524,6 +528,26 @@ def _function_chunks(lines: list[str], hit_lines: list[int]) -> list[tuple[int, 
             continue
         kept.append(chunk)
     return kept
+
+
+_IMPORT_NAME_RE = re.compile(r"^[ \t]*\(?[ \t]*\w+(?:[ \t]+as[ \t]+\w+)?[ \t]*,?[ \t]*\)?[ \t]*(?:#.*)?$")
+
+
+def _in_module_import(lines: list[str], hit: int) -> bool:
+    """Whether line ``hit`` belongs to a top-level import statement (its first line, or a name
+    in its parenthesised list)."""
+    first = lines[hit]
+    if first.startswith(("from ", "import ")):
+        return True
+    if not _IMPORT_NAME_RE.match(first):
+        return False
+    for j in range(hit - 1, -1, -1):
+        line = lines[j]
+        if line.startswith(("from ", "import ")):
+            return line.rstrip().endswith("(")
+        if not _IMPORT_NAME_RE.match(line):
+            return False
+    return False
 
 
 def _parse_chunk(lines: list[str], start: int, end: int, indent: int) -> ast.Module | None:
@@ -573,6 +597,7 @@ def scan_file(
                 collector.indent = indent
                 collector.block(tree.body, _Context())
             _qualify(collector.sites, chunks)
+            _qualify(collector.check_calls, chunks)
             if check_calls is not None:
                 check_calls.extend(collector.check_calls)
             return collector.sites
@@ -603,7 +628,10 @@ def _hit_lines(text: str, needles: tuple[bytes, ...]) -> list[int]:
     return hits
 
 
-def _qualify(sites: list[ContractSite], chunks: list[tuple[int, int, int, str]]) -> None:
+_Located = TypeVar("_Located", ContractSite, CheckCall)
+
+
+def _qualify(sites: list[_Located], chunks: list[tuple[int, int, int, str]]) -> None:
     """Chunks parse without their class: put ``Class.`` back in front of function names."""
     for i, site in enumerate(sites):
         for start, end, _, qualname in chunks:
