@@ -198,3 +198,25 @@ def test_style_problems() -> None:
     assert style_problem("a\nb\n", "a\r\nb\n") == "the new text brings CRLF into an LF file"
     assert style_problem("if x:\n\ty\n", "if x:\n\ty\n    z\n") == "the new text indents with a character the file does not use"
     assert style_problem("if x:\n    y\n", "if x:\n    y\n    z\n") is None
+
+
+@pytest.mark.parametrize(
+    ("left", "right"),
+    [
+        ("class A(B):\n    def f(self, x=1):\n        return self.x[1:2]\n", "class A(B):\n    def f(self, x=1):\n        return self.x[1:2]\n"),
+        ("x = 1\n", "x = True\n"),  # int vs bool
+        ("x = 1\n", "\n\nx   =   1  # moved\n"),  # positions and comments do not count
+        ("x = 'a'\n", "x = u'a'\n"),  # Constant.kind
+        ("f(a, b)\n", "f(a)\n"),  # list lengths
+        ("a.b = 1\n", "a.b\n"),  # statement kinds
+        ("del a\n", "a\n"),  # Del vs Load context
+        ("def f(*, a): pass\n", "def f(a): pass\n"),  # same names, other fields
+        ("x = (1, 2)\n", "x = [1, 2]\n"),
+    ],
+)
+def test_same_tree_agrees_with_ast_dump(left: str, right: str) -> None:
+    from eagle3lint.fix.proof import same_tree
+
+    a, b = ast.parse(left), ast.parse(right)
+    assert same_tree(a, b) == (ast.dump(a) == ast.dump(b))
+    assert same_tree(a, ast.parse(left))

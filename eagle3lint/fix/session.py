@@ -91,6 +91,27 @@ def prepare_fixes(
 ) -> FixOutcome:
     """Plan, edit and prove every applicable fix; nothing is written here."""
     sources = sources or SourceSet()
+    with WorkerPool() as pool:
+        if pool.enabled and result.findings:
+            # The edit workers load libcst (a fifth of a second) while this process plans.
+            for _ in range(pool.workers):
+                pool.submit(_load_editor)
+        return _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool)
+
+
+def _load_editor() -> None:
+    import eagle3lint.fix.apply  # noqa: F401
+
+
+def _prepare(
+    result: CheckResult,
+    scope: list[Path],
+    select: list[str] | None,
+    ignore: list[str] | None,
+    unsafe_fixes: bool,
+    sources: SourceSet,
+    pool: WorkerPool,
+) -> FixOutcome:
     plans = plan_fixes(FixEnv(result, sources, scope))
     outcome = FixOutcome(result, plans)
     texts: dict[str, str] = {}
@@ -100,7 +121,7 @@ def prepare_fixes(
         candidates = _candidates(plans, outcome, unsafe_fixes)
         if not candidates:
             break
-        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome)
+        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome, pool)
         if step is None:
             break
         texts = {**texts, **step.texts}
@@ -136,11 +157,12 @@ def _one_pass(
     select: list[str] | None,
     ignore: list[str] | None,
     outcome: FixOutcome,
+    pool: WorkerPool,
 ) -> _Pass | None:
     view = sources.overlay(earlier) if earlier else sources
     for _ in range(MAX_ROUNDS):
         summaries: dict[str, ModuleSummary] = {}
-        changed, failed = _build_files(candidates, view, before.index, summaries)
+        changed, failed = _build_files(candidates, view, before.index, summaries, pool)
         if failed:
             candidates = _drop(candidates, outcome, _reason_from_files(failed))
             continue
@@ -249,7 +271,8 @@ def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any]) ->
     from eagle3lint.fix.apply import apply_edits
 
     try:
-        tree = source.tree()
+        # A private parse: the proof replays the edits on it.
+        tree = source.fresh_tree()
     except SyntaxError as exc:
         raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
     new_text = apply_edits(source.path, source.text, tree, edits, parsed)
@@ -281,7 +304,11 @@ def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
 
 
 def _build_files(
-    candidates: list[PlannedFix], sources: SourceSet, index: ProjectIndex | None, summaries: dict[str, ModuleSummary]
+    candidates: list[PlannedFix],
+    sources: SourceSet,
+    index: ProjectIndex | None,
+    summaries: dict[str, ModuleSummary],
+    pool: WorkerPool,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """New texts of the files the candidates edit, each proven (summaries of the new texts into
     ``summaries``, for the re-check); and why the others failed. Files are edited on every core:
@@ -297,16 +324,14 @@ def _build_files(
             continue
         request = index.request_for(Path(path)) if index is not None else ParseRequest(path, "__fixed__", False, frozenset())
         jobs.append((source, file_edits, request))
-    if jobs:
-        # Imported once here, so forked workers inherit libcst instead of each importing it.
-        import eagle3lint.fix.apply  # noqa: F401
-    with WorkerPool() as pool:
-        if pool.enabled and len(jobs) >= 2:
-            batches = [jobs[i :: pool.workers * 2] for i in range(pool.workers * 2)]
-            futures = [pool.submit(_edit_files, batch) for batch in batches if batch]
-            outcomes = [o for future in futures for o in future.result()]
-        else:
-            outcomes = _edit_files(jobs)
+    if pool.enabled and len(jobs) >= 2:
+        # Largest files first, dealt round-robin, so the workers finish together.
+        by_size = sorted(jobs, key=lambda job: -len(job[0].text))
+        batches = [by_size[i :: pool.workers * 4] for i in range(pool.workers * 4)]
+        futures = [pool.submit(_edit_files, batch) for batch in batches if batch]
+        outcomes = [o for future in futures for o in future.result()]
+    else:
+        outcomes = _edit_files(jobs)
     by_path = {job[0].path: job[0] for job in jobs}
     for path, new_text, problem, summary in outcomes:
         if problem is not None or new_text is None:

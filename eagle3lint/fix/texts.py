@@ -23,17 +23,35 @@ class SourceFile:
     encoding: str
     text: str
     _tree: ast.Module | None = field(default=None, repr=False)
+    _classes: dict[tuple[str, int, int], ast.ClassDef | None] = field(default_factory=dict, repr=False)
 
     def tree(self) -> ast.Module:
+        """The file's ``ast``, parsed once and shared: do not modify it."""
         if self._tree is None:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")  # invalid escapes in engine code are not ours
-                self._tree = ast.parse(self.text, filename=self.path)
+            self._tree = self.fresh_tree()
         return self._tree
+
+    def fresh_tree(self) -> ast.Module:
+        """A parse of the file's own, for a caller that modifies it."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes in engine code are not ours
+            return ast.parse(self.text, filename=self.path)
+
+    def __getstate__(self) -> dict[str, object]:
+        # Edit workers get the text, not the parent's tree: pickling a whole ``ast`` costs more
+        # than the worker parsing it again.
+        return {**self.__dict__, "_tree": None, "_classes": {}}
 
     def class_def(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
         """The module-level ``class`` statement on these lines, parsed alone (a class is a
-        small part of a model file); None when it cannot be parsed on its own."""
+        small part of a model file) and once (planning runs again after every pass); None when
+        it cannot be parsed on its own. Shared: do not modify it."""
+        key = (name, lineno, end_lineno)
+        if key not in self._classes:
+            self._classes[key] = self._parse_class(name, lineno, end_lineno)
+        return self._classes[key]
+
+    def _parse_class(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
         from eagle3lint.fix.diff import split_lines
 
         lines = split_lines(self.text)[lineno - 1 : end_lineno]
