@@ -111,6 +111,7 @@ def _real_folder(folder: str) -> str:
     return os.path.realpath(folder)
 
 
+@cache
 def real_path(path: str) -> str:
     """``os.path.realpath``, resolving each folder once: hundreds of files share a handful of
     folders, and only the file itself can still be a link."""
