@@ -220,3 +220,35 @@ def test_same_tree_agrees_with_ast_dump(left: str, right: str) -> None:
     a, b = ast.parse(left), ast.parse(right)
     assert same_tree(a, b) == (ast.dump(a) == ast.dump(b))
     assert same_tree(a, ast.parse(left))
+
+
+def test_method_def_parses_one_method_at_its_real_position() -> None:
+    from eagle3lint.fix.texts import SourceFile
+
+    text = (
+        "import torch\n"
+        "\n"
+        "class Model:\n"
+        "\tdef __init__(self):\n"
+        "\t\tself.layers = []\n"
+        "\n"
+        "\t@torch.no_grad()\n"
+        "\tdef forward(self, x):\n"
+        "\t\tfor i in range(3):\n"
+        "\t\t\tx = self.layers[i](x)\n"
+        "\t\treturn x\n"
+    )
+    source = SourceFile("m.py", text.encode(), "utf-8", text)
+    whole = ast.parse(text).body[1]
+    assert isinstance(whole, ast.ClassDef)
+    expected = whole.body[1]
+    assert isinstance(expected, ast.FunctionDef)
+    piece = source.method_def("forward", 8, 11)
+    assert piece is not None
+    assert ast.dump(ast.Module(body=piece.body, type_ignores=[]), include_attributes=True) == ast.dump(
+        ast.Module(body=expected.body, type_ignores=[]), include_attributes=True
+    )
+    assert source.method_def("forward", 8, 11) is piece  # parsed once
+    assert source.method_def("backward", 8, 11) is None  # not the method named
+    assert source.method_def("forward", 7, 11) is None  # the lines hold a decorator first
+    assert source.method_def("Model", 3, 11) is None  # a class statement is not a method

@@ -24,6 +24,7 @@ class SourceFile:
     text: str
     _tree: ast.Module | None = field(default=None, repr=False)
     _classes: dict[tuple[str, int, int], ast.ClassDef | None] = field(default_factory=dict, repr=False)
+    _methods: dict[tuple[str, int, int], ast.FunctionDef | ast.AsyncFunctionDef | None] = field(default_factory=dict, repr=False)
 
     def tree(self) -> ast.Module:
         """The file's ``ast``, parsed once and shared: do not modify it."""
@@ -40,7 +41,7 @@ class SourceFile:
     def __getstate__(self) -> dict[str, object]:
         # Edit workers get the text, not the parent's tree: pickling a whole ``ast`` costs more
         # than the worker parsing it again.
-        return {**self.__dict__, "_tree": None, "_classes": {}}
+        return {**self.__dict__, "_tree": None, "_classes": {}, "_methods": {}}
 
     def class_def(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
         """The module-level ``class`` statement on these lines, parsed alone (a class is a
@@ -50,6 +51,33 @@ class SourceFile:
         if key not in self._classes:
             self._classes[key] = self._parse_class(name, lineno, end_lineno)
         return self._classes[key]
+
+    def method_def(self, name: str, lineno: int, end_lineno: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The method ``def``-ed on these lines of a class body, parsed alone inside a stand-in
+        class (real line and column numbers kept); None when that does not give exactly it.
+        Shared: do not modify it."""
+        key = (name, lineno, end_lineno)
+        if key not in self._methods:
+            self._methods[key] = self._parse_method(name, lineno, end_lineno)
+        return self._methods[key]
+
+    def _parse_method(self, name: str, lineno: int, end_lineno: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        from eagle3lint.fix.diff import split_lines
+
+        lines = split_lines(self.text)[lineno - 1 : end_lineno]
+        if lineno < 2 or not lines or not lines[0][:1].isspace():
+            return None
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                piece = ast.parse("\n" * (lineno - 2) + "class _:\n" + "".join(lines), filename=self.path)
+        except SyntaxError:
+            return None
+        holder = piece.body[0] if len(piece.body) == 1 else None
+        node = holder.body[0] if isinstance(holder, ast.ClassDef) and len(holder.body) == 1 else None
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != name or node.lineno != lineno:
+            return None
+        return node
 
     def _parse_class(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
         from eagle3lint.fix.diff import split_lines

@@ -255,13 +255,11 @@ class LeafCapture(FixPattern):
             not isinstance(decoder_source, SourceFile) or loop_text not in decoder_source.text
         ):
             raise _NotCommonShape(f"`{decoder.qualname}.forward` has no `for i in {loop_text}` loop")
-        lm_cls = self._class_ast(env, model.ref)
-        dec_cls = self._class_ast(env, decoder)
         edits: list[Edit] = []
 
         # The decoder: a layers_to_capture list, the capture in the loop, the tuple return.
-        dec_forward = own_method(dec_cls, "forward")
-        dec_init = own_method(dec_cls, "__init__")
+        dec_forward = self._method_ast(env, decoder, "forward")
+        dec_init = self._method_ast(env, decoder, "__init__")
         if dec_forward is None or dec_init is None:
             raise _NotCommonShape(f"`{decoder.qualname}` does not define its own `__init__` and `forward`")
         dec_path = (decoder_module.path, class_path(decoder))
@@ -284,8 +282,8 @@ class LeafCapture(FixPattern):
             ]
 
         # The causal LM: the flag, the unpacking, the hand-off to the logits processor.
-        lm_forward = own_method(lm_cls, "forward")
-        lm_init = own_method(lm_cls, "__init__")
+        lm_forward = self._method_ast(env, model.ref, "forward")
+        lm_init = self._method_ast(env, model.ref, "__init__")
         if lm_forward is None or lm_init is None:
             raise _NotCommonShape(f"`{model.summary.name}` does not define its own `__init__` and `forward`")
         if _uses_name(lm_forward, aux):
@@ -312,6 +310,20 @@ class LeafCapture(FixPattern):
             "member": "set_eagle3_layers_to_capture",
         }
         return edits, variables, notes
+
+    @classmethod
+    def _method_ast(cls, env: FixEnv, ref: ClassRef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """``own_method(<the class>, name)``, parsing the method alone where the summary places
+        it: model classes run to a thousand lines, and planning runs after every pass."""
+        summary = env.index.class_summary(ref)
+        fn = summary.methods.get(name) if summary is not None else None
+        module = env.index.module(ref.module)
+        source = env.sources.get(module.path) if module else None
+        if fn is not None and isinstance(source, SourceFile) and "." not in ref.qualname:
+            node = source.method_def(name, fn.lineno, fn.end_lineno)
+            if node is not None:
+                return node
+        return own_method(cls._class_ast(env, ref), name)
 
     @staticmethod
     def _class_ast(env: FixEnv, ref: ClassRef) -> ast.ClassDef:
