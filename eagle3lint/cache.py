@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint import __version__
+from eagle3lint.config import CACHE_DIR_NAME
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
@@ -44,8 +45,6 @@ from eagle3lint.summary import (
     Params,
 )
 from eagle3lint.suppressions import FileSuppressions, Suppression
-
-CACHE_DIR_NAME = ".eagle3lint_cache"
 
 Provider = Callable[[list[ParseRequest]], list[ModuleSummary | FileError]]
 _CACHEDIR_TAG = (
