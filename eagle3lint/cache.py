@@ -13,6 +13,9 @@ Entries are pickles read by a *restricted* unpickler that resolves only eagle3li
 dataclasses and a few builtins (the approach the ``pickle`` documentation gives for untrusted
 data): a cache folder committed by mistake, or planted in a repository, cannot make ``check``
 import or call anything else. A corrupt or foreign entry is ignored and rewritten.
+
+Each build of eagle3lint and each results-shaping setting has its own namespace folder; those no
+run used for a week, and the least recently used beyond eight, are removed (``cache_prune``).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint import __version__
+from eagle3lint.cache_prune import open_namespace
+from eagle3lint.config import CACHE_DIR_NAME
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
@@ -44,8 +49,6 @@ from eagle3lint.summary import (
     Params,
 )
 from eagle3lint.suppressions import FileSuppressions, Suppression
-
-CACHE_DIR_NAME = ".eagle3lint_cache"
 
 Provider = Callable[[list[ParseRequest]], list[ModuleSummary | FileError]]
 _CACHEDIR_TAG = (
@@ -165,6 +168,8 @@ class Cache:
         self.engine = engine
         key = f"{__version__}|{_code_digest()}|{_user_secret()}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
         self.namespace = hashlib.sha256(key.encode()).hexdigest()[:20]
+        # Opening the cache marks this namespace used and removes those no run has used lately.
+        self.pruned = open_namespace(folder, self.namespace)
         self.hits = 0
         self.misses = 0
         self._ready = False

@@ -232,13 +232,13 @@ def _validate_codes(codes: list[str]) -> None:
 
 @cli.command("show-config")
 @config_option
-def show_config(config_file: Path | None) -> None:
-    """Print the settings in effect (merged from the configuration file and defaults)."""
-    import json
-
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def show_config(config_file: Path | None, output_format: str) -> None:
+    """Print the settings in effect: each value a run uses, marked where it is a default."""
     from eagle3lint.config import load_settings
+    from eagle3lint.settings_view import write_json, write_text
 
-    click.echo(json.dumps(load_settings(config_file).to_json(), indent=2))
+    (write_json if output_format == "json" else write_text)(load_settings(config_file), sys.stdout)
 
 
 @cli.command()

@@ -23,6 +23,8 @@ from eagle3lint.errors import UsageError
 
 OUTPUT_FORMATS_KEY = "output-format"
 ENGINE_NAMES = ("sglang", "vllm")
+DEFAULT_OUTPUT_FORMAT = "concise"
+CACHE_DIR_NAME = ".eagle3lint_cache"
 
 
 class ConfigError(UsageError):
@@ -59,11 +61,18 @@ class Settings:
     baseline: Path | None = None
     cache_dir: Path | None = None
     engines: dict[str, EngineOverrides] = field(default_factory=dict)
+    # The keys the file sets (``engine``, ``sglang.extra-models``, ...); the rest are defaults.
+    from_file: frozenset[str] = frozenset()
 
     @property
     def root(self) -> Path:
         """Where relative paths in the settings (and the cache) are anchored."""
         return self.path.parent if self.path else Path.cwd()
+
+    @property
+    def cache_folder(self) -> Path:
+        """The cache folder a run uses: ``cache-dir``, else beside the settings file (or here)."""
+        return self.cache_dir or self.root / CACHE_DIR_NAME
 
     def digest(self) -> str:
         """What in the settings changes analysis results (keys the cache)."""
@@ -223,6 +232,9 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     for engine in ENGINE_NAMES:
         if engine in table:
             settings.engines[engine] = _engine_overrides(path, f"[tool.eagle3lint.{engine}]", table[engine], base)
+    settings.from_file = frozenset(
+        [*(k for k in table if k not in ENGINE_NAMES), *(f"{e}.{k}" for e in ENGINE_NAMES for k in table.get(e, {}))]
+    )
     return settings
 
 

@@ -286,10 +286,9 @@ def _cacheable(result: CheckResult) -> dict[str, object]:
 
 
 def _open_cache(engine: Engine, settings: Settings) -> Cache:
-    from eagle3lint.cache import CACHE_DIR_NAME, Cache
+    from eagle3lint.cache import Cache
 
-    folder = settings.cache_dir or settings.root / CACHE_DIR_NAME
-    return Cache(folder, engine, settings.digest())
+    return Cache(settings.cache_folder, engine, settings.digest())
 
 
 def _engine_index(engine: Engine, texts: dict[str, str] | None = None) -> ProjectIndex:

@@ -48,3 +48,27 @@ def test_baseline_from_config_and_bad_baseline(tmp_path: Path) -> None:
     (tree / "base.json").write_text("{not json")
     done = run_cli("check", ".", cwd=tree)
     assert done.returncode == 2 and "not a readable eagle3lint baseline" in done.stderr
+
+
+def test_summary_counts_what_the_baseline_hides(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    shutil.copytree(FIXTURES / "sglang_basic", tree)
+    baseline = tmp_path / "base.json"
+    assert run_cli("check", tree, "--write-baseline", baseline).returncode == 0
+    (tree / "sglang/srt/models/new_model.py").write_text(
+        "from torch import nn\n\nclass NewForCausalLM(nn.Module):\n    def __init__(self):\n        self.lm_head = None\n\nEntryClass = NewForCausalLM\n"
+    )
+    code, report = run_json("check", tree, "--baseline", baseline)
+    assert code == 1
+    assert report["summary"]["baselined"] == BASIC_FINDINGS
+    assert report["summary"]["suppressed"] == 0
+    assert report["summary"]["findings"] == len(report["findings"])
+    # The human summary says how many findings the baseline hid, and nothing about suppressions.
+    for output_format in ("concise", "full", "github"):
+        done = run_cli("check", tree, "--baseline", baseline, "--format", output_format)
+        last = done.stdout.splitlines()[-1]
+        assert f"({BASIC_FINDINGS} in the baseline; " in last, last
+        assert "suppressed" not in last
+    # Without the baseline nothing is hidden, and the summary does not mention it.
+    plain = run_cli("check", tree).stdout.splitlines()[-1]
+    assert "baseline" not in plain and "suppressed" not in plain

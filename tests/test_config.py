@@ -117,8 +117,45 @@ def test_extra_models_outside_the_engine(project: Path) -> None:
 
 def test_show_config_prints_merged_settings(project: Path) -> None:
     _write(project, 'select = ["E3L004"]\nunsafe-fixes = true\n')
-    done = run_cli("show-config", cwd=project)
+    done = run_cli("show-config", "--format", "json", cwd=project)
     assert done.returncode == 0
     shown = json.loads(done.stdout)
     assert shown["select"] == ["E3L004"] and shown["unsafe-fixes"] is True
     assert shown["config-file"].endswith("pyproject.toml")
+    # Defaults are shown as the values a run uses, not as null, and listed as defaults.
+    assert shown["output-format"] == "concise"
+    assert shown["cache-dir"] == str(project.resolve() / ".eagle3lint_cache")
+    assert shown["sglang"] == {"extra-members": [], "extra-models": []}
+    assert "output-format" in shown["defaults"] and "cache-dir" in shown["defaults"]
+    assert "select" not in shown["defaults"] and "unsafe-fixes" not in shown["defaults"]
+
+
+def test_show_config_text_marks_defaults(project: Path) -> None:
+    _write(project, 'select = ["E3L004"]\nunsafe-fixes = true\ncache-dir = "build/lint-cache"\n')
+    done = run_cli("show-config", cwd=project)
+    assert done.returncode == 0, done.stderr
+    lines = {line.split(" = ", 1)[0]: line for line in done.stdout.splitlines() if " = " in line and not line.startswith("#")}
+    assert str(project.resolve() / "pyproject.toml") in done.stdout.splitlines()[0]
+    # Set in the file: the value alone.
+    assert lines["select"] == 'select = ["E3L004"]'
+    assert lines["unsafe-fixes"] == "unsafe-fixes = true"
+    cache = project.resolve() / "build/lint-cache"
+    assert lines["cache-dir"] == f"cache-dir = {json.dumps(str(cache))}"
+    # Left unset: the effective value, marked as a default.
+    assert lines["output-format"].startswith('output-format = "concise"') and lines["output-format"].endswith("# default")
+    assert lines["baseline"].startswith("baseline = none") and "# default: every finding is reported" in lines["baseline"]
+    assert lines["engine"].startswith("engine = auto") and "# default: discovered" in lines["engine"]
+    assert "null" not in done.stdout
+    # The cache folder shown is the one a run uses.
+    assert run_cli("check", "sglang/srt/models", cwd=project).returncode == 1
+    assert (cache / "CACHEDIR.TAG").is_file()
+
+
+def test_show_config_without_a_file_shows_every_default(tmp_path: Path) -> None:
+    done = run_cli("show-config", cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    body = [line for line in done.stdout.splitlines() if not line.startswith("#")]
+    assert body and all("# default" in line for line in body)
+    assert f"cache-dir = {json.dumps(str(tmp_path.resolve() / '.eagle3lint_cache'))}" in done.stdout
+    select = next(line for line in body if line.startswith("select = "))
+    assert "E3L001" in select and "E3L900" not in select.split("#")[0] and "every rule but E3L900" in select

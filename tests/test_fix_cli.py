@@ -46,10 +46,10 @@ def test_single_file_scope_and_exit_codes(tmp_path: Path) -> None:
     dry = run_cli("fix", target)
     assert dry.returncode == 1
     assert dry.stdout.count("+    def ") == 4
-    assert "Would fix 3 findings in 1 file" in dry.stderr
+    assert "Would fix 3 of 3 findings in 1 file" in dry.stderr
     applied = run_cli("fix", "--apply", target)
     assert applied.returncode == 0, applied.stderr
-    assert "Fixed 3 findings in 1 file." in applied.stderr
+    assert "Fixed 3 of 3 findings in 1 file." in applied.stderr
     assert target.read_bytes() == (golden_after("fix_wrapper") / MODELS / "vl_wrapper.py").read_bytes()
 
 
@@ -81,7 +81,7 @@ def test_a_fix_that_edits_a_file_outside_the_paths_is_only_shown(tmp_path: Path)
     before = tree_bytes(root)
     alone = run_cli("fix", "--apply", "--unsafe-fixes", cross)
     assert alone.returncode == 1
-    assert "1 finding has only a suggestion to apply by hand" in alone.stderr
+    assert "1 finding remains: 1 has only a suggestion to apply by hand" in alone.stderr
     assert tree_bytes(root) == before
     # With the whole folder in scope, the decoder edit both causal LMs need is made once.
     folder = run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
@@ -166,11 +166,11 @@ def test_a_fix_that_enables_another_is_followed_by_a_second_pass(tmp_path: Path)
     assert "E3L001 `OuterForConditionalGeneration` lacks `get_embed_and_head`" in check.stdout
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1  # the guessed head (unsafe) remains
-    assert "Fixed 2 findings in 2 files." in done.stderr  # the leaf, then the wrapper (with its companion)
+    assert "Fixed 2 of 3 findings in 2 files." in done.stderr  # the leaf, then the wrapper (with its companion)
     text = outer.read_text()
     assert "    def get_embed_and_head(self):\n        return self.language_model.get_embed_and_head()\n" in text
     assert "    def set_embed_and_head(self, embed, head):\n        self.language_model.set_embed_and_head(embed, head)\n" in text
     assert text.index("def set_eagle3_layers_to_capture") < text.index("def get_embed_and_head")
     again = run_cli("fix", root / MODELS)
     assert again.stdout == ""  # only the unsafe guessed head is left, and it is not shown
-    assert "1 unsafe fix not shown" in again.stderr
+    assert "1 finding remains: 1 needs --unsafe-fixes." in again.stderr

@@ -53,7 +53,7 @@ def test_safe_only_leaves_the_guessed_head_alone(tmp_path: Path) -> None:
     root = copy_before("fix_leaf_embed", tmp_path)
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1  # the unsafe finding remains
-    assert "1 unsafe fix not applied (add --unsafe-fixes)" in done.stderr
+    assert "1 finding remains: 1 needs --unsafe-fixes." in done.stderr
     after = tree_bytes(golden_after("fix_leaf_embed"))
     now = tree_bytes(root)
     assert now["sglang/srt/models/embed_leaf.py"] == after["sglang/srt/models/embed_leaf.py"]
@@ -66,7 +66,7 @@ def test_leaf_capture_needs_unsafe_fixes(tmp_path: Path) -> None:
     before = tree_bytes(root)
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1
-    assert "2 unsafe fixes not applied" in done.stderr
+    assert "2 findings remain: 2 need --unsafe-fixes." in done.stderr
     assert tree_bytes(root) == before
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.suppressions import scan_suppressions
-from tests.helpers import FIXTURES, run_json
+from tests.helpers import FIXTURES, run_cli, run_json
 
 
 @pytest.fixture()
@@ -81,3 +81,19 @@ def test_unused_suppression_is_reported_only_when_selected(tree: Path) -> None:
     assert len(unused) == 1
     assert unused[0]["path"].endswith("llama_like.py")
     assert unused[0]["severity"] == "warning"
+
+
+def test_summary_counts_suppressed_findings(tree: Path) -> None:
+    models = tree / "sglang/srt/models"
+    _, before = run_json("check", models)
+    assert before["summary"]["suppressed"] == 0
+    hidden = sum(1 for f in before["findings"] if (f["class"], f["code"]) == ("MissingForCausalLM", "E3L001"))
+    assert hidden >= 1
+    _edit(models / "missing.py", "class MissingForCausalLM(nn.Module):", "class MissingForCausalLM(nn.Module):  # noqa: E3L001")
+    _, data = run_json("check", models)
+    assert data["summary"]["suppressed"] == hidden
+    assert data["summary"]["findings"] == before["summary"]["findings"] - hidden
+    assert data["summary"]["baselined"] == 0
+    last = run_cli("check", models).stdout.splitlines()[-1]
+    assert f"({hidden} suppressed; " in last, last
+    assert "baseline" not in last

@@ -7,9 +7,8 @@ file that could not be analysed or written).
 from __future__ import annotations
 
 import sys
-from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import click
 
@@ -28,15 +27,6 @@ from eagle3lint.errors import UsageError
 from eagle3lint.fix.planner import finding_key
 from eagle3lint.report.paths import display_path
 from eagle3lint.verify.cli import optional_verify_run_options
-
-if TYPE_CHECKING:
-    from eagle3lint.fix.planner import PlannedFix
-
-
-def _plural(count: int, word: str) -> str:
-    if count == 1:
-        return f"{count} {word}"
-    return f"{count} {word}{'es' if word.endswith(('x', 's')) else 's'}"
 
 
 @click.command()
@@ -86,8 +76,8 @@ def fix(
             _refuse_other_engine(original_paths, engine or settings.engine)
             sys.exit(EXIT_CLEAN)
     from eagle3lint.fix.diff import diff_base, diff_label, unified_diff
-    from eagle3lint.fix.planner import DISPLAY_ONLY, UNSAFE
     from eagle3lint.fix.session import prepare_fixes, write_changes
+    from eagle3lint.fix.tally import summary_lines, tally_fixes
     from eagle3lint.runner import run_check
 
     selected, ignored = _split_codes(select), _split_codes(ignore)
@@ -111,8 +101,7 @@ def fix(
     for rejection in outcome.rejections:
         f = rejection.fix.finding
         click.echo(f"{display_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
-    fixed = len(outcome.accepted)
-    files = _plural(len(outcome.changes), "file")
+    base_note = ""
     if apply_fixes:
         problems = write_changes(outcome)
         for path, problem in problems.items():
@@ -120,26 +109,28 @@ def fix(
                 click.echo(f"{display_path(path)}: not written: {problem}", err=True)
                 status = EXIT_ERROR
         written = [p for p, problem in problems.items() if problem is None]
-        if written:
-            fixed = sum(1 for plan in outcome.accepted if plan.paths <= set(written))
-            click.echo(f"Fixed {_plural(fixed, 'finding')} in {_plural(len(written), 'file')}.", err=True)
-        if all(p is None for p in problems.values()):
+        unwritten = [p for p, problem in problems.items() if problem is not None]
+        changed_files = len(written)
+        if not unwritten:
             remaining = outcome.remaining
         else:
             # Some files were not written: what remains is what the written files did not fix.
             done_keys = {plan.key for plan in outcome.accepted if plan.paths <= set(written)}
             remaining = [f for f in result.findings if finding_key(f) not in done_keys]
     else:
+        unwritten = []
         for path, change in sorted(outcome.changes.items()):
             sys.stdout.write(unified_diff(change.source.text, change.new_text, diff_label(path, found.source_root)))
+        changed_files = len(outcome.changes)
         if outcome.changes:
             bases = {diff_base(p, found.source_root) for p in outcome.changes}
-            where = "" if bases == {Path.cwd().resolve()} else f"; paths are relative to {', '.join(str(b) for b in sorted(bases))}"
-            click.echo(f"Would fix {_plural(fixed, 'finding')} in {files} (dry run: --apply writes them{where}).", err=True)
+            if bases != {Path.cwd().resolve()}:
+                base_note = f"; paths are relative to {', '.join(str(b) for b in sorted(bases))}"
         remaining = result.findings
-    _summarise_rest(outcome.plans, outcome.accepted, unsafe_fixes, UNSAFE, DISPLAY_ONLY, "applied" if apply_fixes else "shown")
+    tally = tally_fixes(outcome, unsafe_fixes, unwritten)
+    for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note):
+        click.echo(line, err=True)
     if remaining:
-        click.echo(f"{_plural(len(remaining), 'finding')} remain{'s' if len(remaining) == 1 else ''}.", err=True)
         status = max(status, EXIT_FINDINGS)
     if then_verify and status != EXIT_ERROR:
         status = _verify_patched(found.name, found.root, verify_values)
@@ -158,14 +149,3 @@ def _verify_patched(engine: str, engine_root: Path, values: dict[str, Any]) -> i
     report = run_verify(options, TerminalProgress(sys.stderr))
     write_human(report, sys.stdout)
     return int(report.exit_code)
-
-
-def _summarise_rest(plans: list[PlannedFix], accepted: list[PlannedFix], unsafe_fixes: bool, unsafe: str, display_only: str, verb: str) -> None:
-    taken = {id(p) for p in accepted}
-    counts = Counter(p.applicability for p in plans if id(p) not in taken)
-    if counts[unsafe] and not unsafe_fixes:
-        click.echo(f"{_plural(counts[unsafe], 'unsafe fix')} not {verb} (add --unsafe-fixes).", err=True)
-    if counts[display_only]:
-        count = counts[display_only]
-        has = "has only a suggestion" if count == 1 else "have only suggestions"
-        click.echo(f"{_plural(count, 'finding')} {has} to apply by hand (see `eagle3lint check --format json`).", err=True)

@@ -22,8 +22,19 @@ def summary_line(result: CheckResult) -> str:
     tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
     return (
         f"{result.engine.name} {result.engine.version}: {found} "
-        f"({checked} model class{'es' if checked != 1 else ''} checked){tail}"
+        f"({hidden_counts(result)}{checked} model class{'es' if checked != 1 else ''} checked){tail}"
     )
+
+
+def hidden_counts(result: CheckResult) -> str:
+    """What the run found but does not report, so a clean summary is never mistaken for a clean
+    tree: ``"2 suppressed, 40 in the baseline; "`` (empty when nothing was hidden)."""
+    parts = []
+    if result.suppressed:
+        parts.append(f"{result.suppressed} suppressed")
+    if result.baselined:
+        parts.append(f"{result.baselined} in the baseline")
+    return ", ".join(parts) + "; " if parts else ""
 
 
 def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> None:

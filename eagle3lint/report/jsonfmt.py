@@ -28,6 +28,9 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
             "models_by_kind": dict(sorted(by_kind.items())),
             "unresolved_entries": len(result.unresolved),
             "errors": len(result.errors),
+            # Found but not reported: silenced by a suppression comment, or recorded in the baseline.
+            "suppressed": result.suppressed,
+            "baselined": result.baselined,
         },
         "models": [m.to_json() for m in result.models],
         "errors": [e.to_json() for e in result.errors],

@@ -1,0 +1,83 @@
+"""Old namespaces in ``.eagle3lint_cache/`` are removed when a run opens the cache.
+
+Every upgrade of eagle3lint, and every change of the settings that shape results, starts a new
+namespace folder; the old one would stay forever. A run marks its own namespace as used (its
+modification time) and removes the others that were not used for ``STALE_AFTER_S``, and the
+least recently used beyond ``MAX_NAMESPACES``.
+
+Only the top level is listed on every run. A folder is removed only when it is certainly one
+eagle3lint wrote: the cache folder carries eagle3lint's ``CACHEDIR.TAG``, the folder's name is
+a namespace digest, and everything in it is an entry file (or a temporary file of an
+interrupted write). Anything else, and ``.gitignore`` and the tag, is left alone. Failures (a
+read-only cache, another run removing the same folder) are ignored: pruning is housekeeping.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import time
+from pathlib import Path
+
+STALE_AFTER_S = 7 * 24 * 3600
+MAX_NAMESPACES = 8  # the run's own included: one per engine tree and settings a project checks
+
+NAMESPACE_NAME = re.compile(r"[0-9a-f]{20}")
+_ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.pickle|\.tmp-[A-Za-z0-9_]+")
+_TAG_MARK = b"cache directory tag created by eagle3lint"
+
+
+def open_namespace(folder: Path, namespace: str, now: float | None = None) -> list[str]:
+    """Mark ``namespace`` used and prune its siblings; returns the names removed."""
+    with contextlib.suppress(OSError):
+        os.utime(folder / namespace)
+    try:
+        return prune_namespaces(folder, namespace, time.time() if now is None else now)
+    except OSError:
+        return []
+
+
+def prune_namespaces(folder: Path, keep: str, now: float) -> list[str]:
+    if not _is_our_cache(folder):
+        return []
+    others: list[tuple[float, str]] = []
+    with os.scandir(folder) as listing:
+        for item in listing:
+            if item.name == keep or not NAMESPACE_NAME.fullmatch(item.name):
+                continue
+            with contextlib.suppress(OSError):
+                if item.is_dir(follow_symlinks=False):
+                    others.append((item.stat(follow_symlinks=False).st_mtime, item.name))
+    others.sort(reverse=True)  # most recently used first
+    removed = []
+    for rank, (used, name) in enumerate(others):
+        # The run's own namespace takes one of the places.
+        if now - used > STALE_AFTER_S or rank >= MAX_NAMESPACES - 1:
+            if _remove_namespace(folder / name):
+                removed.append(name)
+    return removed
+
+
+def _is_our_cache(folder: Path) -> bool:
+    try:
+        with open(folder / "CACHEDIR.TAG", "rb") as handle:
+            return _TAG_MARK in handle.read(512)
+    except OSError:
+        return False
+
+
+def _remove_namespace(path: Path) -> bool:
+    """Remove a namespace folder holding only entry files; leave anything else untouched."""
+    try:
+        with os.scandir(path) as listing:
+            entries = list(listing)
+        if not all(_ENTRY_NAME.fullmatch(e.name) and e.is_file(follow_symlinks=False) for e in entries):
+            return False
+        for entry in entries:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(entry.path)
+        os.rmdir(path)
+    except OSError:
+        return False
+    return True

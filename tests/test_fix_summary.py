@@ -1,0 +1,145 @@
+"""`fix`'s summary adds up: fixed + remaining = findings, the reasons add up to the remaining,
+and "remaining" is what `check` reports once the fixes are written."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from eagle3lint.cli import resolve_engine
+from eagle3lint.config import Settings
+from eagle3lint.fix.session import prepare_fixes
+from eagle3lint.fix.tally import FixTally, summary_lines, tally_fixes
+from eagle3lint.runner import run_check
+from tests.fix_helpers import copy_before
+from tests.helpers import FIXTURES, release_root, run_cli, run_json
+
+HEAD = re.compile(r"^(?:Would fix|Fixed) (\d+) of (\d+) findings? in \d+ files?(?:: (\d+) by their own fix, (\d+) through those fixes)?")
+REMAIN = re.compile(r"^(\d+) findings? (?:would remain|remains?): (.*)\.$")
+
+
+def _numbers(stderr: str) -> tuple[int | None, int | None, int, list[int]]:
+    """(done, total) from the first line when it is there; remaining and its parts."""
+    done = total = None
+    remaining, parts = 0, []
+    for line in stderr.splitlines():
+        if head := HEAD.match(line):
+            done, total = int(head[1]), int(head[2])
+            if head[3] is not None:
+                assert int(head[3]) + int(head[4]) == done, line
+        elif remain := REMAIN.match(line):
+            remaining = int(remain[1])
+            parts = [int(n) for n in re.findall(r"(?:^|, )(\d+) ", remain[2])]
+    return done, total, remaining, parts
+
+
+def _assert_adds_up(stderr: str, findings: int) -> tuple[int, int]:
+    done, total, remaining, parts = _numbers(stderr)
+    assert sum(parts) == remaining, stderr
+    if total is not None:
+        assert total == findings, stderr
+        assert done is not None and done + remaining == findings, stderr
+    else:  # nothing to fix: everything remains
+        assert remaining == findings, stderr
+    assert "new finding" not in stderr
+    return done or 0, remaining
+
+
+CASES = [
+    ("fix_leaf_embed", False),
+    ("fix_leaf_capture", False),
+    ("fix_wrapper", False),
+    ("fix_vllm_rename", False),
+    ("fix_vllm_declare", False),  # fixes that resolve other findings, one unsafe, one without a fix
+    ("fix_vllm_collect", False),  # unsafe, a suggestion only, no fix
+    ("fix_vllm_collect", True),
+    ("fix_vllm_declare", True),
+]
+
+
+@pytest.mark.parametrize(("name", "unsafe"), CASES)
+def test_the_summary_adds_up_and_remaining_is_what_check_reports_after(name: str, unsafe: bool, tmp_path: Path) -> None:
+    root = copy_before(name, tmp_path)
+    flags = ["--unsafe-fixes"] if unsafe else []
+    _, before = run_json("check", "--no-cache", root)
+    findings = len(before["findings"])
+    assert findings > 0
+    dry = run_cli("fix", "--no-cache", *flags, root)
+    would = _assert_adds_up(dry.stderr, findings)
+    applied = run_cli("fix", "--no-cache", "--apply", *flags, root)
+    assert _assert_adds_up(applied.stderr, findings) == would  # the dry run told the truth
+    assert "would remain" not in applied.stderr
+    _, after = run_json("check", "--no-cache", root)
+    assert len(after["findings"]) == would[1]
+
+
+def test_reasons_are_told_apart_on_a_fixture() -> None:
+    done = run_cli("fix", "--no-cache", FIXTURES / "fix_vllm_collect" / "before")
+    assert "8 findings remain: 5 need --unsafe-fixes, 1 has only a suggestion to apply by hand" in done.stderr
+    assert done.stderr.rstrip().endswith("2 have no automatic fix.")
+    declare = run_cli("fix", "--no-cache", FIXTURES / "fix_vllm_declare" / "before")
+    assert "Would fix 9 of 11 findings in 3 files: 3 by their own fix, 6 through those fixes (dry run" in declare.stderr
+    assert "2 findings would remain: 1 needs --unsafe-fixes, 1 has no automatic fix." in declare.stderr
+
+
+def test_files_not_written_are_counted_as_not_fixed(tmp_path: Path) -> None:
+    root = copy_before("fix_vllm_declare", tmp_path)
+    found, scope = resolve_engine((root,), None, None, None)
+    result = run_check(found, scope, settings=Settings(), use_cache=False, need_index=True)
+    outcome = prepare_fixes(result, scope)
+    full = tally_fixes(outcome, unsafe_fixes=False)
+    one_file = sorted(outcome.changes)[0]
+    partial = tally_fixes(outcome, unsafe_fixes=False, unwritten=[one_file])
+    lost = sum(1 for plan in outcome.accepted if one_file in plan.paths)
+    assert lost >= 1
+    assert partial.total == full.total == len(result.findings)
+    assert partial.fixed == full.fixed - lost
+    assert partial.resolved == 0  # not re-checked on disk: only written fixes are known to work
+    assert partial.failed == lost
+    assert partial.done + partial.remaining == partial.total
+    assert full.done + full.remaining == full.total
+
+
+def test_summary_wording() -> None:
+    tally = FixTally(total=10, fixed=3, resolved=2, failed=1, unsafe=1, suggestions=2, no_fix=1, new=1)
+    dry = summary_lines(tally, files=2, applied=False)
+    assert dry == [
+        "Would fix 5 of 10 findings in 2 files: 3 by their own fix, 2 through those fixes (dry run: --apply writes them).",
+        "5 findings would remain: 1 could not be fixed (reasons above), 1 needs --unsafe-fixes, "
+        "2 have only suggestions to apply by hand (`eagle3lint check --format full` shows them), 1 has no automatic fix.",
+        "The fixed tree would have 1 new finding besides these (`eagle3lint check` shows them).",
+    ]
+    nothing = summary_lines(FixTally(total=1, no_fix=1), files=0, applied=False)
+    assert nothing == ["1 finding remains: 1 has no automatic fix."]
+    assert summary_lines(FixTally(total=2, fixed=2), files=1, applied=True) == ["Fixed 2 of 2 findings in 1 file."]
+
+
+def _link_or_copy(src: str, dst: str) -> None:
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
+@pytest.mark.release
+def test_the_summary_adds_up_on_sglang_0_5_23(tmp_path: Path) -> None:
+    """The QA report's case: 'Would fix 107', '7 unsafe', '125 suggestions', '270 remain' did not add up."""
+    root = tmp_path / "sglang-0.5.23"
+    shutil.copytree(release_root("sglang==0.5.23"), root / "sglang", copy_function=_link_or_copy)
+    models = root / "sglang" / "srt" / "models"
+    _, before = run_json("check", "--no-cache", models)
+    findings = len(before["findings"])
+    dry = run_cli("fix", "--no-cache", models)
+    assert dry.returncode == 1, dry.stderr
+    done, remaining = _assert_adds_up(dry.stderr, findings)
+    assert done > 0 and remaining > 0
+    _, _, _, parts = _numbers(dry.stderr)
+    assert len(parts) >= 3  # unsafe, suggestions, no fix: each told apart
+    applied = run_cli("fix", "--no-cache", "--apply", models)
+    assert _assert_adds_up(applied.stderr, findings) == (done, remaining)
+    _, after = run_json("check", "--no-cache", models)
+    assert len(after["findings"]) == remaining
