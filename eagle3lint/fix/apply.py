@@ -143,6 +143,8 @@ def _insert_members_by_excerpt(
     after that member is spliced into the original text. None when the excerpt does not work
     out (the caller then parses the whole class)."""
     first, last = _first_line(cls), cls.end_lineno or cls.lineno
+    if _first_line(cls.body[0]) <= cls.lineno:
+        return None  # ``class A(B): x = 1``
     header = lines[first - 1 : _first_line(cls.body[0]) - 1]
     spacing = _text_spacing(cls, lines)
     groups: dict[str | None, list[InsertMembers]] = {}
@@ -153,7 +155,7 @@ def _insert_members_by_excerpt(
         anchor: ast.stmt | None = cls.body[-1] if after is None else own_method(cls, after)
         if anchor is None or anchor.end_lineno is None:
             return None
-        excerpt = "".join([*header, *lines[_first_line(anchor) - 1 : anchor.end_lineno]])
+        excerpt = "".join([*header, _stand_in(lines, anchor)])
         key = (path, -_first_line(anchor), excerpt)
         parsed = cache.get(key) if cache is not None else None
         if parsed is None:
@@ -174,6 +176,17 @@ def _insert_members_by_excerpt(
         position = end_line - first + 1
         piece[position:position] = [added]
     return "".join(piece)
+
+
+def _stand_in(lines: list[str], anchor: ast.stmt) -> str:
+    """A one-line ``pass`` in place of the member inserted after: at its indentation and with
+    its line ending, it is all libcst needs to lay the new members out (a long method would
+    only cost parsing and printing back)."""
+    first = lines[_first_line(anchor) - 1]
+    last = lines[(anchor.end_lineno or anchor.lineno) - 1]
+    indent = first[: len(first) - len(first.lstrip(" \t"))]
+    ending = last[len(last.rstrip("\r\n")) :]
+    return f"{indent}pass{ending}"
 
 
 def _add_bases_by_header(lines: list[str], cls: ast.ClassDef, edits: list[AddBase]) -> str | None:
