@@ -327,6 +327,7 @@ def _evaluate(
     for rule in rules:
         if not rule.after_suppressions:
             findings.extend(rule().check(ctx))
+    findings = _without_replaced(findings)
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
     findings = _per_file_ignores(findings, settings)
     per_file = {m.path: m.suppressions for m in index.modules.values() if m is not None}
@@ -356,6 +357,17 @@ def _evaluate(
         engine, contract, findings, errors, models, unresolved, ctx.notes, index,
         suppressed=len(outcome.suppressed), baselined=baselined, scope=scope,
     )
+
+
+def _without_replaced(findings: list[Finding]) -> list[Finding]:
+    """Drop the findings another finding of the same class stands for (``data["replaces"]``:
+    pairs of code and member), so one gap is reported once, with one piece of advice."""
+    replaced = {
+        (f.qualname, f.variant, code, member) for f in findings for code, member in f.data.get("replaces", ())
+    }
+    if not replaced:
+        return findings
+    return [f for f in findings if (f.qualname, f.variant, f.code, f.method) not in replaced]
 
 
 def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Finding]:

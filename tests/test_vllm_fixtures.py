@@ -114,9 +114,37 @@ def test_protocol_not_declared_names_the_missing_flag(reports: dict[str, dict[st
     assert any(r["path"].endswith("gpu_model_runner.py") for r in finding["related"])
 
 
-def test_one_line_away_is_info_beside_the_error(reports: dict[str, dict[str, Any]]) -> None:
-    codes = {(f["code"], f["severity"]) for f in reports["vllm_modern"]["findings"] if f["class"] == "UndeclaredForCausalLM"}
-    assert codes == {("E3L001", "error"), ("E3L013", "info")}
+def test_one_line_away_stands_for_the_members_the_protocol_supplies(reports: dict[str, dict[str, Any]]) -> None:
+    """Undeclared but ready: one finding, with the severity of the members it stands for and
+    their call sites, not an error per member beside an information note."""
+    findings = [f for f in reports["vllm_modern"]["findings"] if f["class"] == "UndeclaredForCausalLM"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("E3L013", "error")]
+    message = findings[0]["message"]
+    assert "does not declare SupportsEagle3" in message and "start-up fails" in message
+    assert "`set_aux_hidden_state_layers`" in message and "`get_eagle3_default_aux_hidden_state_layers`" in message
+    assert {Path(r["path"]).name for r in findings[0]["related"]} == {"gpu_model_runner.py"}
+    wrapper = [f["code"] for f in reports["vllm_modern"]["findings"] if f["class"] == "UndeclaredWrapperForConditionalGeneration"]
+    assert wrapper == ["E3L013"]
+
+
+def test_one_line_away_is_information_when_the_engine_calls_nothing(tmp_path: Path) -> None:
+    import shutil
+
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "vllm_modern", root)
+    (root / "vllm" / "v1" / "worker" / "gpu_model_runner.py").write_text("# no EAGLE-3 here\n")
+    code, data = run_json("check", root)
+    assert code == 1  # the tree's other models still have errors
+    findings = [f for f in data["findings"] if f["class"] == "UndeclaredForCausalLM"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("E3L013", "info")]
+    assert findings[0]["message"].startswith("`UndeclaredForCausalLM` is one line away from EAGLE-3 support")
+
+
+def test_ignoring_one_line_away_brings_back_the_member_findings() -> None:
+    code, data = run_json("check", FIXTURES / "vllm_modern", "--ignore", "E3L013")
+    assert code == 1
+    codes = sorted((f["code"], f["method"]) for f in data["findings"] if f["class"] == "UndeclaredForCausalLM")
+    assert codes == [("E3L001", "get_eagle3_default_aux_hidden_state_layers"), ("E3L001", "set_aux_hidden_state_layers")]
 
 
 def test_stale_former_name_only_where_the_engine_moved_on(reports: dict[str, dict[str, Any]]) -> None:

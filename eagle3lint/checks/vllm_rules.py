@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from typing import ClassVar
 
 from eagle3lint.checks.base import Rule
-from eagle3lint.checks.context import CheckContext
+from eagle3lint.checks.context import CheckContext, guard_phrase, severity_for
 from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
 from eagle3lint.contract import ContractSite
 from eagle3lint.findings import Finding, Related
@@ -265,15 +265,20 @@ class ProtocolNotDeclared(VllmRule):
 class UndeclaredEagle3Support(VllmRule):
     """
     ## What it does
-    Reports, as information, a model that does not declare `SupportsEagle3` although the
-    protocol's default setter would work for it: the object the default reaches already
-    inherits the mixin the default asserts and its `forward` already collects aux hidden
-    states. The model is one line away from EAGLE-3 support.
+    Reports a model that does not declare `SupportsEagle3` although the protocol's default
+    setter would work for it: the object the default reaches already inherits the mixin the
+    default asserts and its `forward` already collects aux hidden states. The model is one line
+    away from EAGLE-3 support.
+
+    The finding stands for the protocol members the engine needs and the class lacks (which
+    the protocol's defaults supply): they are not reported again one by one (E3L001, E3L004),
+    and it takes their severity (an error where the runner refuses the model at start-up).
+    With no such member it is information.
 
     ## Why is this bad?
-    It is not a bug: the runner refuses EAGLE-3 for the model with a clear message. But the
-    decoder already does the work (often shared with a sibling model that does declare the
-    protocol), so a deployer asking for EAGLE-3 is turned away for want of one base class.
+    The runner refuses EAGLE-3 for the model with a clear message. But the decoder already does
+    the work (often shared with a sibling model that does declare the protocol), so a deployer
+    asking for EAGLE-3 is turned away for want of one base class.
 
     ## Example
     ```python
@@ -316,15 +321,40 @@ class UndeclaredEagle3Support(VllmRule):
             verdicts = [ctx.collects(c) for c in holder.classes]
             if any(v.value != COLLECTS_YES for v in verdicts):
                 continue
+            # The members the engine needs and the class lacks are what declaring the protocol
+            # supplies (its defaults): one finding, with their severity, says it all.
+            provided = {m.name for m in proto.members}
+            gaps = [
+                (member.name, sites)
+                for member, sites in ctx.requirements(model)
+                if member.name in provided and ctx.state(model.ref, member.name).status in ("missing", "delegation-gap")
+            ]
+            sites = list(dict.fromkeys(s for _, member_sites in gaps for s in member_sites))
+            ready = (
+                f"`{holder.path}` ({_holder_names(holder)}) already collects aux hidden states in "
+                f"`{verdicts[0].where}`; add {proto.name} to its bases"
+            )
+            if gaps:
+                message = (
+                    f"`{model.summary.name}` does not declare {proto.name}, so it lacks "
+                    f"{', '.join(f'`{name}`' for name, _ in gaps)} ({guard_phrase(sites)}); it is one "
+                    f"line away from EAGLE-3 support: {ready}"
+                )
+            else:
+                message = f"`{model.summary.name}` is one line away from EAGLE-3 support: {ready}"
             yield ctx.finding(
                 UndeclaredEagle3Support,
                 model,
                 proto.name,
-                f"`{model.summary.name}` is one line away from EAGLE-3 support: `{holder.path}` "
-                f"({_holder_names(holder)}) already collects aux hidden states in `{verdicts[0].where}`; "
-                f"add {proto.name} to its bases",
-                [],
-                data={"protocol": proto.name, "holder": str(holder.classes[0]), "path": holder.path},
+                message,
+                sites,
+                severity=severity_for(sites) if sites else None,
+                data={
+                    "protocol": proto.name,
+                    "holder": str(holder.classes[0]),
+                    "path": holder.path,
+                    "replaces": [[code, name] for name, _ in gaps for code in ("E3L001", "E3L004")],
+                },
             )
 
 

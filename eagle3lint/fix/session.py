@@ -392,8 +392,9 @@ def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckRe
 
     A finding is new when its class and member had no finding before: a wrapper whose inner
     model got fixed moves from "missing" (E3L001) to "does not delegate" (E3L004), the same gap.
-    An information finding on a class that had findings before is the same gap too: a vLLM
-    model whose decoder got fixed moves from "missing" to "one line away" (E3L013).
+    An information finding on a class that had findings before is the same gap too, and so is
+    a finding standing for members that had findings before: a vLLM model whose decoder got
+    fixed moves from "missing" (E3L001 per member) to "one line away" (E3L013).
     """
     before_members = {(f.qualname, f.method) for f in before.findings}
     before_classes = {f.qualname for f in before.findings}
@@ -406,6 +407,8 @@ def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckRe
         if (finding.qualname, finding.method) in before_members:
             continue
         if finding.severity == "info" and finding.qualname in before_classes:
+            continue
+        if any((finding.qualname, member) in before_members for _, member in finding.data.get("replaces", ())):
             continue
         involved = _files_behind(after, finding) | {finding.path}
         culprits = [p for p in candidates if p.paths & involved] or candidates
