@@ -127,6 +127,11 @@ def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool =
     sections): then a name such as ``Eagle2_5_VL...`` (NVIDIA's Eagle VLM) is not a draft head."""
     pack = index.engine.pack
     name = ref.qualname.rsplit(".", 1)[-1]
+    init = index.lookup(ref, "__init__")
+    if init.function is not None and init.function.always_raises and init.owner is not None:
+        # A stand-in registered for platforms without the model: it never loads, so there is
+        # nothing for EAGLE-3 to call.
+        return OTHER, f"never built: `{init.owner.qualname}.__init__` always raises"
     if drafts and pack.eagle3_draft_pattern.search(name):
         return EAGLE3_DRAFT, f"EAGLE-3 draft head (name matches {pack.eagle3_draft_pattern.pattern!r})"
     if drafts and pack.draft_pattern.search(name):

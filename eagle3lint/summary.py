@@ -71,6 +71,9 @@ class FunctionSummary:
     # ``hasattr(self.<attr>, "<member>")`` probes: a forward the method makes only when present.
     probed_chains: set[tuple[str, str]] = field(default_factory=set)
     walked: bool = False
+    # Every call raises: a top-level ``raise`` reached through straight-line code only (the
+    # ``__init__`` of a stand-in class for platforms without the model).
+    always_raises: bool = False
     # ``__init__`` only: the ``self.<attr>`` assigned inside each ``with self.<cm>(...)`` block,
     # by context-manager method (vLLM builds its language model under one).
     with_assigns: dict[str, list[str]] = field(default_factory=dict)
@@ -174,6 +177,19 @@ def is_stub_body(body: list[ast.stmt]) -> bool:
     if isinstance(only, ast.Raise) and only.exc is not None:
         exc = only.exc.func if isinstance(only.exc, ast.Call) else only.exc
         return dotted(exc) == "NotImplementedError"
+    return False
+
+
+_STRAIGHT_LINE = frozenset({ast.Expr, ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Pass})
+
+
+def _always_raises(body: list[ast.stmt]) -> bool:
+    for stmt in body:
+        kind = type(stmt)
+        if kind is ast.Raise:
+            return True
+        if kind not in _STRAIGHT_LINE:
+            return False
     return False
 
 
@@ -413,6 +429,7 @@ def _summarize_function(
         end_lineno=node.end_lineno or node.lineno,
         params=params,
         is_stub=is_stub_body(node.body),
+        always_raises=_always_raises(node.body),
         decorators=decorators,
     )
     assigns: list[tuple[str, int, ast.AST | None]] = []

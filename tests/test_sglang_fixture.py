@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -103,3 +104,36 @@ def test_verbose_lists_every_model_with_a_reason() -> None:
     assert "eagle3-draft  FixForCausalLMEagle3: EAGLE-3 draft head" in done.stdout
     assert "other         FixEmbeddingModel: embedding model" in done.stdout
     assert "wrapper around a language model (self.language_model: FixLlamaForCausalLM)" in done.stdout
+
+
+def test_a_model_whose_constructor_always_raises_is_not_checked(tmp_path: Path) -> None:
+    """A stand-in registered for hardware without the model never loads: nothing to report."""
+    from tests.helpers import SGLANG_SKELETON, make_tree
+
+    make_tree(
+        tmp_path,
+        {
+            **SGLANG_SKELETON,
+            "sglang/srt/model_executor/model_runner.py": (
+                "def load(model):\n    model.set_eagle3_layers_to_capture([1, 2, 3])\n"
+            ),
+            "sglang/srt/models/stub.py": (
+                "from torch import nn\n\n\n"
+                "class StubForCausalLM(nn.Module):\n"
+                "    def __init__(self, config):\n"
+                "        super().__init__()\n"
+                "        raise NotImplementedError('not on this platform')\n\n"
+                "    def forward(self, x):\n        return self.lm_head(x)\n\n\n"
+                "class RealForCausalLM(nn.Module):\n"
+                "    def __init__(self, config):\n"
+                "        super().__init__()\n        self.lm_head = nn.Linear(1, 1)\n\n\n"
+                "EntryClass = [StubForCausalLM, RealForCausalLM]\n"
+            ),
+        },
+    )
+    code, data = run_json("check", tmp_path / "sglang" / "srt" / "models")
+    kinds = {m["class"]: (m["kind"], m["reason"]) for m in data["models"]}
+    assert kinds["StubForCausalLM"] == ("other", "never built: `StubForCausalLM.__init__` always raises")
+    assert kinds["RealForCausalLM"][0] == "target"
+    assert {f["class"] for f in data["findings"]} == {"RealForCausalLM"}
+    assert code == 1

@@ -53,3 +53,17 @@ def test_only_init_records_context_manager_blocks() -> None:
     )
     summary = summarize(tree, module="pkg.m", path="m.py", is_package=False, walk_names=frozenset(), line_count=1)
     assert summary.classes["Model"].methods["load"].with_assigns == {}
+
+
+def _always_raises(body: str) -> bool:
+    tree = ast.parse(textwrap.dedent(body))
+    summary = summarize(tree, module="pkg.m", path="m.py", is_package=False, walk_names=frozenset(), line_count=1)
+    return summary.functions["f"].always_raises
+
+
+def test_always_raises_only_through_straight_line_code() -> None:
+    assert _always_raises('def f(self):\n    "Stand-in."\n    super().__init__()\n    raise NotImplementedError("not here")\n')
+    assert _always_raises("def f():\n    x = 1\n    raise ValueError(x)\n    y = 2\n")
+    assert not _always_raises("def f(ok):\n    if ok:\n        return\n    raise ValueError\n")
+    assert not _always_raises("def f():\n    try:\n        raise ValueError\n    except ValueError:\n        pass\n")
+    assert not _always_raises("def f():\n    return 1\n")
