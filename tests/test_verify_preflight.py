@@ -292,3 +292,41 @@ def test_real_sglang_0_5_9_kimi_k25_target_class() -> None:
     assert "set_eagle3_layers_to_capture" in methods
     assert {f.class_name for f in result.target_findings} == {"KimiK25ForConditionalGeneration"}
     assert item(result, "drafter-architecture").status == "ok"
+
+
+def test_model_type_outside_an_old_vllm_allow_list_will_crash(tmp_path: Path) -> None:
+    from tests.helpers import FIXTURES
+
+    legacy = discover_engine([FIXTURES / "vllm_legacy"])  # refuses EAGLE-3 unless "llama" is in the model_type
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "kimi")
+    refused = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
+    assert (refused.status, refused.impact) == ("problem", CRASH)
+    assert "only for model types containing llama" in refused.message and "'kimi_k25'" in refused.message
+    assert refused.path is not None and refused.path.endswith("config.py") and refused.line == 3
+
+    nested = kimi_target_config()
+    nested["text_config"]["model_type"] = "llama"  # what vLLM reads: the text config's type
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "nested", target=nested)
+    allowed = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
+    assert allowed.status == "ok" and "text_config.model_type 'llama'" in allowed.message
+
+    modern = discover_engine([FIXTURES / "vllm_modern"])  # no allow-list: nothing to say
+    result = run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), modern)
+    assert not [i for i in result.items if i.check == "model-type"]
+
+
+@pytest.mark.release
+def test_real_vllm_allow_lists_judge_the_kimi_target() -> None:
+    """vLLM 0.11.0 allows llama, qwen, minicpm, gpt_oss; 0.18.0 adds kimi_k25; 0.33.0 has no list."""
+    import tempfile
+
+    from tests.helpers import release_root
+
+    with tempfile.TemporaryDirectory() as tmp:
+        target_dir, drafter_dir = write_kimi_pair(Path(tmp))
+        statuses = {}
+        for spec in ("vllm==0.11.0", "vllm==0.18.0", "vllm==0.33.0"):
+            engine = discover_engine([], engine_root=release_root(spec))
+            result = run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), engine)
+            statuses[spec] = [(i.status, i.impact) for i in result.items if i.check == "model-type"]
+    assert statuses == {"vllm==0.11.0": [("problem", CRASH)], "vllm==0.18.0": [("ok", None)], "vllm==0.33.0": []}

@@ -189,6 +189,8 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
 
     checked = run_check(engine, scope=[engine.root])
     models = checked.models
+    if target is not None:
+        _check_model_type(result, engine, checked.contract.extra.get("vllm"), target)
     if target is None or target.architecture is None:
         return models
     arch = target.architecture
@@ -219,6 +221,33 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     if not findings:
         result.add("target-class", OK, f"{arch} ({classes[0].path}) passes the EAGLE-3 checks for {where}", path=classes[0].path)
     return models
+
+
+def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: Any, target: ModelConfig) -> None:
+    """Older vLLM speculative configs refuse EAGLE-3 unless the target's text ``model_type``
+    contains a word of an allow-list (gone in 0.22.0): the one fact that needs the checkpoint."""
+    allow = getattr(vllm_contract, "allow_list", None)
+    if allow is None:
+        return
+    words = ", ".join(allow.model_types)
+    rule = f"{engine.name} {engine.version} runs EAGLE-3 only for model types containing {words}"
+    nested = target.get(f"{target.sizes_from}.model_type") if target.sizes_from else None
+    model_type = nested if isinstance(nested, str) else target.raw.get("model_type")
+    source = f"{target.sizes_from}.model_type" if isinstance(nested, str) else "model_type"
+    where = {"path": str(engine.source_root / allow.path), "line": allow.line}
+    if not isinstance(model_type, str):
+        result.add("model-type", NOTE, f"{rule}; the target's config.json names no model_type", **where)
+    elif any(word in model_type for word in allow.model_types):
+        result.add("model-type", OK, f"{rule}: the target's {source} {model_type!r} qualifies", **where)
+    else:
+        result.add(
+            "model-type",
+            PROBLEM,
+            f"{rule}: the target's {source} is {model_type!r}, so the speculative config refuses it at start-up "
+            f"whatever the model class implements (newer vLLM releases dropped the list)",
+            CRASH,
+            **where,
+        )
 
 
 def _check_drafter_architecture(
