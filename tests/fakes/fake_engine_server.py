@@ -421,7 +421,7 @@ def main() -> None:
     parser.add_argument("--fake-gpu-mib", type=int, default=0)
     parser.add_argument("--fake-gpu-ledger", help="record --fake-gpu-mib here for fake_nvidia_smi.py instead of allocating with torch")
     parser.add_argument("--fake-accept", type=float, default=3.0)
-    parser.add_argument("--fake-tokens-per-s", type=float, default=4000.0)
+    parser.add_argument("--fake-tokens-per-s", type=float, default=1000.0)
     parser.add_argument("--fake-speedup", type=float, default=2.0)
     parser.add_argument("--fake-state-file")
     parser.add_argument("--fake-old-sglang", action="store_true")
