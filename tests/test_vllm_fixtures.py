@@ -236,3 +236,12 @@ def test_unreadable_model_file_and_broken_dispatch_package(tmp_path: Path) -> No
     assert "dual/__init__.py: error: syntax error" in done.stderr
     assert "unresolved    PlainForCausalLM" in done.stdout
     assert "E3L011" in done.stdout  # QuietForCausalLM is still checked
+
+
+def test_legacy_model_type_allow_list_is_noted_on_the_models_it_excludes(reports: dict[str, dict[str, Any]]) -> None:
+    """The legacy tree's speculative config accepts only llama model types (vllm/config.py:3)."""
+    qwen = [f for f in reports["vllm_legacy"]["findings"] if f["class"] == "Qwen3MoeForCausalLM"]
+    assert qwen and all("only for model types containing llama (vllm/config.py:3)" in f["message"] for f in qwen)
+    assert all("most likely refused first" in f["message"] for f in qwen)
+    assert not [f for f in reports["vllm_modern"]["findings"] if "model types containing" in f["message"]]
+

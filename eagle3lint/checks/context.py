@@ -155,6 +155,10 @@ class CheckContext:
         return MemberState("present", lookup)
 
     # ---- finding helpers ------------------------------------------------------------------
+    def model_note(self, model: ModelClass) -> str:
+        """What the engine says of the model besides its members, appended to its findings."""
+        return ""
+
     def related_for(self, sites: list[ContractSite]) -> list[Related]:
         root = self.index.engine.source_root
         return [
@@ -189,7 +193,7 @@ class CheckContext:
             class_name=model.ref.qualname.rsplit(".", 1)[-1],
             qualname=f"{model.ref.module}.{model.ref.qualname}",
             method=member,
-            message=message,
+            message=message + self.model_note(model),
             related=self.related_for(sites),
             data=data or {},
             variant=model.variant,

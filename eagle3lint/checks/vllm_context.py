@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.index import ClassRef
-from eagle3lint.models import ModelClass
+from eagle3lint.models import TARGET, ModelClass, classify, inner_models
 from eagle3lint.vllm.collect import CollectChecker, Verdict
 from eagle3lint.vllm.holders import Holder, HolderFinder
 from eagle3lint.vllm.index import VllmIndex
@@ -62,6 +62,31 @@ class VllmCheckContext(CheckContext):
             calls = frozenset(self.protocol.mixin.collect_methods) if self.protocol and self.protocol.mixin else frozenset()
             self._collect = CollectChecker(self.vindex, frozenset({vpack.capture_attribute}), calls)
         return self._collect
+
+    def model_note(self, model: ModelClass) -> str:
+        """Older speculative configs refuse EAGLE-3 unless the checkpoint's text ``model_type``
+        contains a word of an allow-list. The type is in the checkpoint, not the tree: a plain
+        causal LM whose module, architecture and class names hold none of the words most likely
+        has none either."""
+        allow = self.vllm.allow_list if self.vllm else None
+        if allow is None or model.kind != TARGET:
+            return ""
+        names = [model.ref.module, model.summary.name, *model.architectures]
+        if any(word in name.lower() for word in allow.model_types for name in names):
+            return ""
+        # A wrapper's text model_type is its inner language model's: not guessed.
+        if model.summary.name.endswith("ForConditionalGeneration") or any(
+            self.index.lookup(model.ref, attr).status == "found" for attr in ("language_model", "llm", "text_model")
+        ):
+            return ""
+        if any(classify(self.index, inner)[0] == TARGET for _, inner in inner_models(self.index, model.ref)):
+            return ""
+        return (
+            f"; besides, this vLLM runs EAGLE-3 only for model types containing "
+            f"{', '.join(allow.model_types)} ({allow.path}:{allow.line}), and nothing in "
+            f"`{model.ref.module.rsplit('.', 1)[-1]}` or `{model.summary.name}` names one: its checkpoint is "
+            f"most likely refused first (`eagle3lint verify --preflight-only` reads the real model_type)"
+        )
 
     # ---- supports_eagle3() --------------------------------------------------------------------
     def declared(self, ref: ClassRef) -> Declaration:
