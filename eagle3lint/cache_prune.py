@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 STALE_AFTER_S = 7 * 24 * 3600
-MAX_NAMESPACES = 8  # the run's own included: one per engine tree and settings a project checks
+MAX_NAMESPACES = 32  # the run's own included: one per engine tree and settings a project checks
 
 NAMESPACE_NAME = re.compile(r"[0-9a-f]{20}")
 _ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.pickle|\.tmp-[A-Za-z0-9_]+")

@@ -122,16 +122,31 @@ def _kind_of_bases(index: ProjectIndex, ref: ClassRef, drafts: bool = True) -> t
     return None
 
 
+def _never_built(index: ProjectIndex, ref: ClassRef) -> str | None:
+    """A stand-in registered for platforms without the model: its ``__init__`` always raises,
+    so it never loads and there is nothing for EAGLE-3 to call. Not when the name is defined
+    more than once in its module (which definition runs is decided at import time) or when a
+    ``__new__`` builds something else."""
+    init = index.lookup(ref, "__init__")
+    if init.function is None or not init.function.always_raises or init.owner is None:
+        return None
+    for current in index.mro(ref).classes:
+        module = index.module(current.module)
+        if module is not None and current.qualname in module.redefined_classes:
+            return None
+    if index.lookup(ref, "__new__").status != "missing":
+        return None
+    return f"never built: `{init.owner.qualname}.__init__` always raises"
+
+
 def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool = True) -> tuple[str, str]:
     """``drafts=False`` when a registry already says the class is a generative model (vLLM's
     sections): then a name such as ``Eagle2_5_VL...`` (NVIDIA's Eagle VLM) is not a draft head."""
     pack = index.engine.pack
     name = ref.qualname.rsplit(".", 1)[-1]
-    init = index.lookup(ref, "__init__")
-    if init.function is not None and init.function.always_raises and init.owner is not None:
-        # A stand-in registered for platforms without the model: it never loads, so there is
-        # nothing for EAGLE-3 to call.
-        return OTHER, f"never built: `{init.owner.qualname}.__init__` always raises"
+    never = _never_built(index, ref)
+    if never is not None:
+        return OTHER, never
     if drafts and pack.eagle3_draft_pattern.search(name):
         return EAGLE3_DRAFT, f"EAGLE-3 draft head (name matches {pack.eagle3_draft_pattern.pattern!r})"
     if drafts and pack.draft_pattern.search(name):

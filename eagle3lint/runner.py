@@ -327,13 +327,13 @@ def _evaluate(
     for rule in rules:
         if not rule.after_suppressions:
             findings.extend(rule().check(ctx))
-    findings = _without_replaced(findings)
+    generated = findings
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
     findings = _per_file_ignores(findings, settings)
     per_file = {m.path: m.suppressions for m in index.modules.values() if m is not None}
     class_lines = {f"{m.ref.module}.{m.ref.qualname}": (m.path, m.summary.lineno) for m in models}
     outcome = apply_suppressions(findings, per_file, class_lines)
-    findings = outcome.kept
+    findings = _settle_replacements(generated, outcome.kept)
     for path, entry in per_file.items():
         if not in_scope(path, scope):
             continue
@@ -359,15 +359,25 @@ def _evaluate(
     )
 
 
-def _without_replaced(findings: list[Finding]) -> list[Finding]:
-    """Drop the findings another finding of the same class stands for (``data["replaces"]``:
-    pairs of code and member), so one gap is reported once, with one piece of advice."""
-    replaced = {
-        (f.qualname, f.variant, code, member) for f in findings for code, member in f.data.get("replaces", ())
-    }
-    if not replaced:
-        return findings
-    return [f for f in findings if (f.qualname, f.variant, f.code, f.method) not in replaced]
+def _settle_replacements(generated: list[Finding], kept: list[Finding]) -> list[Finding]:
+    """One gap, one finding: a finding that stands for others of its class (``data["replaces"]``:
+    pairs of code and member) hides them. Suppressions decide first, finding by finding: when
+    the standing finding is silenced the ones it stood for are reported; when every one it
+    stood for is silenced, so is it."""
+
+    def key(f: Finding) -> tuple[str, str | None, str, str]:
+        return (f.qualname, f.variant, f.code, f.method)
+
+    made = {key(f) for f in generated}
+    left = {key(f) for f in kept}
+    hidden: set[tuple[str, str | None, str, str]] = set()
+    silenced: set[int] = set()
+    for finding in kept:
+        stood_for = [p for c, m in finding.data.get("replaces", ()) if (p := (finding.qualname, finding.variant, c, m)) in made]
+        if stood_for and not any(p in left for p in stood_for):
+            silenced.add(id(finding))
+        hidden.update(stood_for)
+    return [f for f in kept if id(f) not in silenced and key(f) not in hidden]
 
 
 def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Finding]:

@@ -26,10 +26,12 @@ class ShownSetting:
     from_file: bool
     meaning: str = ""  # what the default amounts to, where the value alone does not say
 
-    def text_value(self) -> str:
+    def text_line(self) -> str:
+        """``key = value`` in TOML; a setting with no value to give (the engine discovered, no
+        baseline) is a commented-out line, so the output pastes into pyproject.toml as it is."""
         if self.value is None:
-            return "auto" if self.meaning == _DISCOVERED else "none"
-        return _toml(self.value)
+            return f"# {self.key} = (unset)"
+        return f"{self.key} = {_toml(self.value)}"
 
 
 def shown_settings(settings: Settings) -> list[ShownSetting]:
@@ -79,7 +81,7 @@ def write_text(settings: Settings, out: TextIO) -> None:
         out.write(f"# Settings in effect, from {settings.path}.\n# '# default': not set in that file.\n")
     else:
         out.write(f"# Settings in effect: no pyproject.toml with [tool.eagle3lint] from {Path.cwd()} up, so all are defaults.\n")
-    lines = [(f"{s.key} = {s.text_value()}", s) for s in items]
+    lines = [(s.text_line(), s) for s in items]
     # Comments line up, except after a long value (the default selection), which is not padded.
     width = max(len(text) for text, _ in lines if len(text) <= _ALIGN_LIMIT)
     for text, shown in lines:

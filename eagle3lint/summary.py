@@ -136,6 +136,9 @@ class ModuleSummary:
     classes: dict[str, ClassSummary] = field(default_factory=dict)
     aliases: dict[str, str] = field(default_factory=dict)
     functions: dict[str, FunctionSummary] = field(default_factory=dict)
+    # Module-level classes defined more than once (per platform, or in try/except ImportError):
+    # ``classes`` keeps the last definition, which need not be the one that runs.
+    redefined_classes: list[str] = field(default_factory=list)
     entry_class: list[str] | None = None
     entry_class_line: int = 0
     # Module-level string/tuple dict literals by variable name (registries).
@@ -699,6 +702,8 @@ class _ModuleBuilder:
             elif isinstance(stmt, ast.ClassDef):
                 self.visit_class(stmt, prefix=f"{qualname}.")
         if prefix == "":
+            if node.name in self.summary.classes:
+                self.summary.redefined_classes.append(node.name)
             self.summary.classes[node.name] = cls
         else:
             self.summary.classes[qualname] = cls

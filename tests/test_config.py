@@ -143,9 +143,14 @@ def test_show_config_text_marks_defaults(project: Path) -> None:
     assert lines["cache-dir"] == f"cache-dir = {json.dumps(str(cache))}"
     # Left unset: the effective value, marked as a default.
     assert lines["output-format"].startswith('output-format = "concise"') and lines["output-format"].endswith("# default")
-    assert lines["baseline"].startswith("baseline = none") and "# default: every finding is reported" in lines["baseline"]
-    assert lines["engine"].startswith("engine = auto") and "# default: discovered" in lines["engine"]
+    # No value to give: a commented-out line, so the whole output is valid TOML.
+    unset = {line.split(" = ", 1)[0][2:]: line for line in done.stdout.splitlines() if line.startswith("# ") and " = " in line}
+    assert unset["baseline"].startswith("# baseline = (unset)") and "# default: every finding is reported" in unset["baseline"]
+    assert unset["engine"].startswith("# engine = (unset)") and "# default: discovered" in unset["engine"]
     assert "null" not in done.stdout
+    import tomllib
+
+    assert tomllib.loads(done.stdout)["select"] == ["E3L004"]
     # The cache folder shown is the one a run uses.
     assert run_cli("check", "sglang/srt/models", cwd=project).returncode == 1
     assert (cache / "CACHEDIR.TAG").is_file()

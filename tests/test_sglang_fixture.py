@@ -129,11 +129,31 @@ def test_a_model_whose_constructor_always_raises_is_not_checked(tmp_path: Path) 
                 "        super().__init__()\n        self.lm_head = nn.Linear(1, 1)\n\n\n"
                 "EntryClass = [StubForCausalLM, RealForCausalLM]\n"
             ),
+            # Two definitions, one per platform: the stand-in is not the only one that can run.
+            "sglang/srt/models/per_platform.py": (
+                "from torch import nn\n\n"
+                "try:\n"
+                "    import fast_kernels\n\n"
+                "    class PlatformForCausalLM(nn.Module):\n"
+                "        def __init__(self, config):\n"
+                "            super().__init__()\n            self.lm_head = nn.Linear(1, 1)\n"
+                "except ImportError:\n\n"
+                "    class PlatformForCausalLM(nn.Module):\n"
+                "        def __init__(self, config):\n"
+                "            raise NotImplementedError('needs fast_kernels')\n\n\n"
+                "class FactoryForCausalLM(nn.Module):\n"
+                "    def __new__(cls, config):\n        return RealVariant(config)\n\n"
+                "    def __init__(self, config):\n        raise RuntimeError('built through __new__')\n\n\n"
+                "EntryClass = [PlatformForCausalLM, FactoryForCausalLM]\n"
+            ),
         },
     )
     code, data = run_json("check", tmp_path / "sglang" / "srt" / "models")
     kinds = {m["class"]: (m["kind"], m["reason"]) for m in data["models"]}
     assert kinds["StubForCausalLM"] == ("other", "never built: `StubForCausalLM.__init__` always raises")
     assert kinds["RealForCausalLM"][0] == "target"
-    assert {f["class"] for f in data["findings"]} == {"RealForCausalLM"}
+    assert "never built" not in kinds["PlatformForCausalLM"][1]
+    assert "never built" not in kinds["FactoryForCausalLM"][1]
+    assert "StubForCausalLM" not in {f["class"] for f in data["findings"]}
+    assert {"RealForCausalLM"} <= {f["class"] for f in data["findings"]}
     assert code == 1

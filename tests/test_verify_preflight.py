@@ -298,10 +298,12 @@ def test_model_type_outside_an_old_vllm_allow_list_will_crash(tmp_path: Path) ->
     from tests.helpers import FIXTURES
 
     legacy = discover_engine([FIXTURES / "vllm_legacy"])  # refuses EAGLE-3 unless "llama" is in the model_type
-    target_dir, drafter_dir = write_kimi_pair(tmp_path / "kimi")
+    kimi = kimi_target_config()
+    kimi["text_config"]["model_type"] = "kimi_k2"
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "kimi", target=kimi)
     refused = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
     assert (refused.status, refused.impact) == ("problem", CRASH)
-    assert "only for model types containing llama" in refused.message and "'kimi_k25'" in refused.message
+    assert "only for model types containing llama" in refused.message and "'kimi_k2'" in refused.message
     assert refused.path is not None and refused.path.endswith("config.py") and refused.line == 3
 
     nested = kimi_target_config()
@@ -309,6 +311,17 @@ def test_model_type_outside_an_old_vllm_allow_list_will_crash(tmp_path: Path) ->
     target_dir, drafter_dir = write_kimi_pair(tmp_path / "nested", target=nested)
     allowed = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
     assert allowed.status == "ok" and "text_config.model_type 'llama'" in allowed.message
+
+    # A diff-only multimodal config: the text config names its type but none of its sizes.
+    llava = {"architectures": ["LlavaForConditionalGeneration"], "model_type": "llava", "text_config": {"model_type": "llama"}}
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "llava", target=llava)
+    judged = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
+    assert judged.status == "ok" and "text_config.model_type 'llama'" in judged.message
+    # A text config without a type: its class's default decides, which config.json does not say.
+    unnamed = llava | {"text_config": {"vocab_size": 32064}}
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "unnamed", target=unnamed)
+    unknown = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
+    assert (unknown.status, unknown.impact) == ("note", None)
 
     modern = discover_engine([FIXTURES / "vllm_modern"])  # no allow-list: nothing to say
     result = run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), modern)
@@ -322,8 +335,10 @@ def test_real_vllm_allow_lists_judge_the_kimi_target() -> None:
 
     from tests.helpers import release_root
 
+    kimi = kimi_target_config()
+    kimi["text_config"]["model_type"] = "kimi_k2"  # what vLLM's hf_text_config reports
     with tempfile.TemporaryDirectory() as tmp:
-        target_dir, drafter_dir = write_kimi_pair(Path(tmp))
+        target_dir, drafter_dir = write_kimi_pair(Path(tmp), target=kimi)
         statuses = {}
         for spec in ("vllm==0.11.0", "vllm==0.18.0", "vllm==0.33.0"):
             engine = discover_engine([], engine_root=release_root(spec))

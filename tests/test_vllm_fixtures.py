@@ -245,3 +245,37 @@ def test_legacy_model_type_allow_list_is_noted_on_the_models_it_excludes(reports
     assert all("most likely refused first" in f["message"] for f in qwen)
     assert not [f for f in reports["vllm_modern"]["findings"] if "model types containing" in f["message"]]
 
+
+
+@pytest.mark.parametrize(
+    ("comment", "expected"),
+    [
+        # Silencing the one-line-away finding brings back the member findings it stood for...
+        ("# noqa: E3L013", [("E3L001", "get_eagle3_default_aux_hidden_state_layers"), ("E3L001", "set_aux_hidden_state_layers")]),
+        # ...and silencing every member finding silences it too.
+        ("# noqa: E3L001", []),
+        ("# eagle3lint: ignore", []),
+    ],
+)
+def test_suppressions_decide_before_one_finding_stands_for_others(tmp_path: Path, comment: str, expected: list[tuple[str, str]]) -> None:
+    import shutil
+
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "vllm_modern", root)
+    model = root / "vllm" / "model_executor" / "models" / "undeclared.py"
+    text = model.read_text()
+    assert "class UndeclaredForCausalLM(nn.Module):\n" in text
+    model.write_text(text.replace("class UndeclaredForCausalLM(nn.Module):\n", f"class UndeclaredForCausalLM(nn.Module):  {comment}\n"))
+    code, data = run_json("check", model, "--no-cache")
+    assert sorted((f["code"], f["method"]) for f in data["findings"] if f["class"] == "UndeclaredForCausalLM") == expected
+    assert code == (1 if expected else 0)
+
+
+def test_allow_list_words_are_matched_by_their_parts_in_any_order() -> None:
+    from eagle3lint.checks.vllm_context import _names_any
+
+    assert _names_any(("hunyuan_v1_dense",), ["vllm.model_executor.models.hunyuan_v1", "HunYuanDenseV1ForCausalLM"])
+    assert _names_any(("gpt_oss",), ["GptOssForCausalLM"])
+    assert not _names_any(("llama",), ["LlavaForConditionalGeneration"])
+    assert not _names_any(("qwen", "minicpm"), ["vllm.model_executor.models.mixtral", "MixtralForCausalLM"])
+

@@ -71,8 +71,10 @@ class VllmCheckContext(CheckContext):
         allow = self.vllm.allow_list if self.vllm else None
         if allow is None or model.kind != TARGET:
             return ""
-        names = [model.ref.module, model.summary.name, *model.architectures]
-        if any(word in name.lower() for word in allow.model_types for name in names):
+        module_parts = model.ref.module.split(".")
+        if any(generic in module_parts for generic in self.vindex.vpack.any_model_type_modules):
+            return ""
+        if _names_any(allow.model_types, [model.ref.module, model.summary.name, *model.architectures]):
             return ""
         # A wrapper's text model_type is its inner language model's: not guessed.
         if model.summary.name.endswith("ForConditionalGeneration") or any(
@@ -147,3 +149,14 @@ class VllmCheckContext(CheckContext):
 
     def collects(self, ref: ClassRef) -> Verdict:
         return self.collect.collects(ref)
+
+
+def _names_any(words: tuple[str, ...], names: list[str]) -> bool:
+    """Whether some name holds every part of some word, in any order and case:
+    ``hunyuan_v1_dense`` is named by ``HunYuanDenseV1ForCausalLM``."""
+    flat = ["".join(ch for ch in name.lower() if ch.isalnum()) for name in names]
+    for word in words:
+        parts = [p for p in word.lower().replace("-", "_").split("_") if p]
+        if parts and any(all(p in name for p in parts) for name in flat):
+            return True
+    return False

@@ -273,7 +273,8 @@ class UndeclaredEagle3Support(VllmRule):
     The finding stands for the protocol members the engine needs and the class lacks (which
     the protocol's defaults supply): they are not reported again one by one (E3L001, E3L004),
     and it takes their severity (an error where the runner refuses the model at start-up).
-    With no such member it is information.
+    With no such member it is information. Suppressing it brings the member findings back;
+    suppressing every one of those suppresses it too.
 
     ## Why is this bad?
     The runner refuses EAGLE-3 for the model with a clear message. But the decoder already does
@@ -297,7 +298,7 @@ class UndeclaredEagle3Support(VllmRule):
 
     code = "E3L013"
     name = "undeclared-eagle3-support"
-    severity = "info"
+    severity = "error"
     fix_safety = "safe"
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
@@ -348,7 +349,7 @@ class UndeclaredEagle3Support(VllmRule):
                 proto.name,
                 message,
                 sites,
-                severity=severity_for(sites) if sites else None,
+                severity=severity_for(sites) if sites else "info",
                 data={
                     "protocol": proto.name,
                     "holder": str(holder.classes[0]),

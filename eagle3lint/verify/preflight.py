@@ -223,6 +223,10 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     return models
 
 
+# Where transformers' ``get_text_config()`` looks for a nested text config.
+_HF_TEXT_CONFIG_KEYS = ("text_config", "decoder", "generator")
+
+
 def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: Any, target: ModelConfig) -> None:
     """Older vLLM speculative configs refuse EAGLE-3 unless the target's text ``model_type``
     contains a word of an allow-list (gone in 0.22.0): the one fact that needs the checkpoint."""
@@ -231,12 +235,21 @@ def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: An
         return
     words = ", ".join(allow.model_types)
     rule = f"{engine.name} {engine.version} runs EAGLE-3 only for model types containing {words}"
-    nested = target.get(f"{target.sizes_from}.model_type") if target.sizes_from else None
-    model_type = nested if isinstance(nested, str) else target.raw.get("model_type")
-    source = f"{target.sizes_from}.model_type" if isinstance(nested, str) else "model_type"
     where = {"path": str(engine.source_root / allow.path), "line": allow.line}
+    # vLLM reads ``hf_text_config``: transformers' get_text_config(), the nested text config
+    # where there is one (sizes or not), else the config itself.
+    nested_key = next((k for k in _HF_TEXT_CONFIG_KEYS if isinstance(target.raw.get(k), dict)), None)
+    if nested_key is not None:
+        model_type, source = target.raw[nested_key].get("model_type"), f"{nested_key}.model_type"
+    else:
+        model_type, source = target.raw.get("model_type"), "model_type"
     if not isinstance(model_type, str):
-        result.add("model-type", NOTE, f"{rule}; the target's config.json names no model_type", **where)
+        result.add(
+            "model-type",
+            NOTE,
+            f"{rule}; the target's config.json has no {source} (its config class decides it): not judged",
+            **where,
+        )
     elif any(word in model_type for word in allow.model_types):
         result.add("model-type", OK, f"{rule}: the target's {source} {model_type!r} qualifies", **where)
     else:

@@ -25,6 +25,7 @@ class VllmPack:
     getter_names: tuple[str, ...]
     capture_attribute: str
     allow_list_files: tuple[str, ...]
+    any_model_type_modules: tuple[str, ...]
     # [registry]
     registry_module: str
     relative_package: str  # where registry module names without the package prefix live
@@ -85,6 +86,7 @@ def _parse(pack: RulePack) -> VllmPack:
         getter_names=_strs(protocol, "protocol", "getters", ("get_eagle3_default_aux_hidden_state_layers",)),
         capture_attribute=_str(protocol, "protocol", "capture_attribute", "aux_hidden_state_layers"),
         allow_list_files=_strs(protocol, "protocol", "allow_list_files"),
+        any_model_type_modules=_strs(protocol, "protocol", "any_model_type_modules", ()),
         registry_module=_str(registry, "registry", "module", "model_executor.models.registry"),
         relative_package=_str(registry, "registry", "relative_package", "model_executor.models"),
         factories=_strs(registry, "registry", "factories", ("init_vllm_registered_model",)),
