@@ -276,3 +276,12 @@ def test_github_orders_most_severe_first(fixture_result: CheckResult) -> None:
     lines = out.getvalue().splitlines()
     assert [line.split(" ", 1)[0] for line in lines[:3]] == ["::error", "::warning", "::notice"]
     assert lines[3].startswith("sglang 0.0.1+fixture: 1 error, 1 warning, 1 info")
+
+
+def test_json_summary_counts_the_models_the_concise_line_counts() -> None:
+    _code, report = run_json("check", TREE)
+    assert report["summary"]["models_checked"] == BASIC_MODELS_CHECKED
+    concise = run_cli("check", TREE).stdout.splitlines()[-1]
+    assert f"({BASIC_MODELS_CHECKED} model classes checked)" in concise
+    # "models" stays what it was: every class discovered, "other" kinds included.
+    assert report["summary"]["models"] == len(report["models"]) >= report["summary"]["models_checked"]

@@ -15,15 +15,19 @@ def summary_line(result: CheckResult) -> str:
     counts = Counter(f.severity for f in result.findings)
     parts = [f"{counts[s]} {s}{'s' if counts[s] != 1 else ''}" for s in ("error", "warning", "info") if counts[s]]
     found = ", ".join(parts) if parts else "no findings"
-    from eagle3lint.models import in_scope
-
-    # Models in the reporting scope with a role (vLLM also lists registrations outside it).
-    checked = sum(1 for m in result.models if m.role is not None and (not result.scope or in_scope(m.path, result.scope)))
+    checked = models_checked(result)
     tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
     return (
         f"{result.engine.name} {result.engine.version}: {found} "
         f"({hidden_counts(result)}{checked} model class{'es' if checked != 1 else ''} checked){tail}"
     )
+
+
+def models_checked(result: CheckResult) -> int:
+    """Models in the reporting scope with a role (vLLM also lists registrations outside it)."""
+    from eagle3lint.models import in_scope
+
+    return sum(1 for m in result.models if m.role is not None and (not result.scope or in_scope(m.path, result.scope)))
 
 
 def hidden_counts(result: CheckResult) -> str:

@@ -6,6 +6,8 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
+from eagle3lint.report.concise import models_checked
+
 if TYPE_CHECKING:
     from eagle3lint.runner import CheckResult
 
@@ -26,6 +28,8 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
             "by_code": dict(sorted(by_code.items())),
             "models": len(result.models),
             "models_by_kind": dict(sorted(by_kind.items())),
+            # What the concise summary calls "model classes checked": in scope, with a role.
+            "models_checked": models_checked(result),
             "unresolved_entries": len(result.unresolved),
             "errors": len(result.errors),
             # Found but not reported: silenced by a suppression comment, or recorded in the baseline.
