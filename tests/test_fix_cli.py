@@ -174,3 +174,14 @@ def test_a_fix_that_enables_another_is_followed_by_a_second_pass(tmp_path: Path)
     again = run_cli("fix", root / MODELS)
     assert again.stdout == ""  # only the unsafe guessed head is left, and it is not shown
     assert "1 finding remains: 1 needs --unsafe-fixes." in again.stderr
+
+
+def test_nothing_to_fix_is_said_and_counts_what_the_baseline_hides(tmp_path: Path) -> None:
+    root = copy_before("fix_wrapper", tmp_path)
+    wrote = run_cli("check", root / MODELS, "--write-baseline", tmp_path / "base.json", cwd=tmp_path)
+    assert wrote.returncode == 0, wrote.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.eagle3lint]\nbaseline = "base.json"\n')
+    done = run_cli("fix", root / MODELS, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    assert "Nothing to fix: no findings (3 in the baseline)." in done.stderr

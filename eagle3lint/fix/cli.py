@@ -130,6 +130,12 @@ def fix(
     tally = tally_fixes(outcome, unsafe_fixes, unwritten)
     for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note):
         click.echo(line, err=True)
+    if not tally.total and (result.suppressed or result.baselined):
+        # A clean tree stays silent (a second run prints nothing); a tree that is clean only
+        # because findings are suppressed or baselined says so.
+        from eagle3lint.report.concise import hidden_counts
+
+        click.echo(f"Nothing to fix: no findings ({hidden_counts(result).rstrip('; ')}).", err=True)
     if remaining:
         status = max(status, EXIT_FINDINGS)
     if then_verify and status != EXIT_ERROR:
