@@ -23,8 +23,9 @@ class SourceFile:
     encoding: str
     text: str
     _tree: ast.Module | None = field(default=None, repr=False)
-    _classes: dict[tuple[str, int, int], ast.ClassDef | None] = field(default_factory=dict, repr=False)
-    _methods: dict[tuple[str, int, int], ast.FunctionDef | ast.AsyncFunctionDef | None] = field(default_factory=dict, repr=False)
+    # Statements parsed alone, by (kind, name, first line, last line): planning runs again
+    # after every pass and asks for the same classes and methods.
+    _pieces: dict[tuple[str, str, int, int], ast.stmt | None] = field(default_factory=dict, repr=False)
 
     def tree(self) -> ast.Module:
         """The file's ``ast``, parsed once and shared: do not modify it."""
@@ -41,59 +42,55 @@ class SourceFile:
     def __getstate__(self) -> dict[str, object]:
         # Edit workers get the text, not the parent's tree: pickling a whole ``ast`` costs more
         # than the worker parsing it again.
-        return {**self.__dict__, "_tree": None, "_classes": {}, "_methods": {}}
+        return {**self.__dict__, "_tree": None, "_pieces": {}}
 
     def class_def(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
         """The module-level ``class`` statement on these lines, parsed alone (a class is a
-        small part of a model file) and once (planning runs again after every pass); None when
-        it cannot be parsed on its own. Shared: do not modify it."""
-        key = (name, lineno, end_lineno)
-        if key not in self._classes:
-            self._classes[key] = self._parse_class(name, lineno, end_lineno)
-        return self._classes[key]
+        small part of a model file) and once; None when it cannot be parsed on its own.
+        Shared: do not modify it."""
+        node = self._piece("class", name, lineno, end_lineno)
+        return node if isinstance(node, ast.ClassDef) else None
 
     def method_def(self, name: str, lineno: int, end_lineno: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The method ``def``-ed on these lines of a class body, parsed alone inside a stand-in
-        class (real line and column numbers kept); None when that does not give exactly it.
-        Shared: do not modify it."""
-        key = (name, lineno, end_lineno)
-        if key not in self._methods:
-            self._methods[key] = self._parse_method(name, lineno, end_lineno)
-        return self._methods[key]
+        class (real line and column numbers kept) and once; None when that does not give
+        exactly it. Shared: do not modify it."""
+        node = self._piece("method", name, lineno, end_lineno)
+        return node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
 
-    def _parse_method(self, name: str, lineno: int, end_lineno: int) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    def _piece(self, kind: str, name: str, lineno: int, end_lineno: int) -> ast.stmt | None:
+        key = (kind, name, lineno, end_lineno)
+        if key not in self._pieces:
+            self._pieces[key] = self._parse_piece(kind == "method", name, lineno, end_lineno)
+        return self._pieces[key]
+
+    def _parse_piece(self, in_class: bool, name: str, lineno: int, end_lineno: int) -> ast.stmt | None:
+        """The one statement named ``name`` starting on ``lineno``; a method is parsed as the
+        body of a stand-in class on the line before it."""
         from eagle3lint.fix.diff import split_lines
 
         lines = split_lines(self.text)[lineno - 1 : end_lineno]
-        if lineno < 2 or not lines or not lines[0][:1].isspace():
+        if not lines:
             return None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                piece = ast.parse("\n" * (lineno - 2) + "class _:\n" + "".join(lines), filename=self.path)
-        except SyntaxError:
-            return None
-        holder = piece.body[0] if len(piece.body) == 1 else None
-        node = holder.body[0] if isinstance(holder, ast.ClassDef) and len(holder.body) == 1 else None
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) or node.name != name or node.lineno != lineno:
-            return None
-        return node
-
-    def _parse_class(self, name: str, lineno: int, end_lineno: int) -> ast.ClassDef | None:
-        from eagle3lint.fix.diff import split_lines
-
-        lines = split_lines(self.text)[lineno - 1 : end_lineno]
-        if not lines or not lines[0].startswith("class "):
-            return None
+        if in_class:
+            if lineno < 2 or not lines[0][:1].isspace():
+                return None
+            head = "\n" * (lineno - 2) + "class _:\n"
+        else:
+            if not lines[0].startswith("class "):
+                return None
+            head = "\n" * (lineno - 1)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 # Leading newlines give the real line numbers without re-walking the tree.
-                piece = ast.parse("\n" * (lineno - 1) + "".join(lines), filename=self.path)
+                body = ast.parse(head + "".join(lines), filename=self.path).body
         except SyntaxError:
             return None
-        node = piece.body[0] if len(piece.body) == 1 else None
-        if not isinstance(node, ast.ClassDef) or node.name != name:
+        if in_class:
+            body = body[0].body if len(body) == 1 and isinstance(body[0], ast.ClassDef) else []
+        node = body[0] if len(body) == 1 else None
+        if node is None or getattr(node, "name", None) != name or node.lineno != lineno:
             return None
         return node
 
