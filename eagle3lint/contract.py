@@ -463,12 +463,6 @@ def _with_condition(ctx: _Context, test: ast.expr, polarity: bool, other_raises:
     return _Context(ctx.function, (*ctx.conditions, (test, polarity, other_raises)), ctx.try_guard, ctx.established, ctx.and_guarded)
 
 
-def outside_call_site_scan(rel_parts: tuple[str, ...], engine: Engine) -> bool:
-    """A file the contract scan never reads: in a models folder or a subtree the pack skips."""
-    rel = "/".join(rel_parts)
-    return any(rel.startswith(m.rstrip("/") + "/") for m in (*engine.pack.models, *engine.pack.scan_skip))
-
-
 _DEF_RE = re.compile(r"^([ \t]*)(?:async[ \t]+)?def[ \t]+(\w+)")
 _CLASS_RE = re.compile(r"^([ \t]*)class[ \t]+(\w+)")
 

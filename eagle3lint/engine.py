@@ -38,7 +38,7 @@ class Engine:
         sorted. Strings, not paths: there are thousands, and pathlib would cost more than
         reading them."""
         root = str(self.root)
-        skip = {os.path.normpath(os.path.join(root, m)) for m in (*self.pack.models, *self.pack.scan_skip)}
+        skip = {os.path.normpath(os.path.join(root, m)) for m in self._not_scanned()}
         for dirpath, dirnames, filenames in os.walk(root):
             dirnames[:] = sorted(
                 d for d in dirnames
@@ -47,6 +47,15 @@ class Engine:
             for name in sorted(filenames):
                 if name.endswith(".py"):
                     yield os.path.join(dirpath, name)
+
+    def scans_for_call_sites(self, rel_parts: tuple[str, ...]) -> bool:
+        """Whether the file at these parts of its path below ``root`` is one of
+        :meth:`call_site_files` (dot folders aside)."""
+        rel = "/".join(rel_parts)
+        return not any(rel.startswith(m.rstrip("/") + "/") for m in self._not_scanned())
+
+    def _not_scanned(self) -> tuple[str, ...]:
+        return (*self.pack.models, *self.pack.scan_skip)
 
 
 def _is_package_root(folder: Path, pack: RulePack) -> bool:

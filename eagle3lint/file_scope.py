@@ -51,7 +51,7 @@ def widen_for_call_site_changes(engine: Engine, scope: list[Path]) -> tuple[list
     """A changed engine file that touches the interface (a runner, a speculative worker) can
     break every model: then every models folder joins the reporting scope. Returns the scope and
     the files that widened it."""
-    from eagle3lint.contract import contract_needles, outside_call_site_scan
+    from eagle3lint.contract import contract_needles
 
     needles = contract_needles(engine)
     root = engine.root.resolve()
@@ -60,7 +60,7 @@ def widen_for_call_site_changes(engine: Engine, scope: list[Path]) -> tuple[list
         if not path.is_file():
             continue
         resolved = path.resolve()
-        if root not in resolved.parents or outside_call_site_scan(resolved.relative_to(root).parts, engine):
+        if root not in resolved.parents or not engine.scans_for_call_sites(resolved.relative_to(root).parts):
             continue
         try:
             data = resolved.read_bytes()
