@@ -39,6 +39,7 @@ class VllmCheckContext(CheckContext):
     _collect: CollectChecker | None = None
     _declared: dict[ClassRef, Declaration] = field(default_factory=dict)
     _mixin_ref: ClassRef | None = None
+    _notes: dict[tuple[ClassRef, str | None], str] = field(default_factory=dict)
 
     @property
     def protocol(self) -> VllmProtocol | None:
@@ -64,6 +65,13 @@ class VllmCheckContext(CheckContext):
         return self._collect
 
     def model_note(self, model: ModelClass) -> str:
+        # Every finding on the model asks; the answer is the model's.
+        key = (model.ref, model.variant)
+        if key not in self._notes:
+            self._notes[key] = self._allow_list_note(model)
+        return self._notes[key]
+
+    def _allow_list_note(self, model: ModelClass) -> str:
         """Older speculative configs refuse EAGLE-3 unless the checkpoint's text ``model_type``
         contains a word of an allow-list. The type is in the checkpoint, not the tree: a plain
         causal LM whose module, architecture and class names hold none of the words most likely
