@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from eagle3lint import __version__
+from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
 from eagle3lint.report import FORMATS
 
@@ -28,7 +29,7 @@ EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it, whenever the interr
 def engine_options(func: F) -> F:
     func = click.option("--release", metavar="NAME==VERSION", help="Check a published release (downloaded once into the cache); PATHs are then relative to it.")(func)
     func = click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder (overrides discovery).")(func)
-    func = click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Which engine (default: discovered from PATH).")(func)
+    func = click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Which engine (default: discovered from PATH).")(func)
     return func
 
 
@@ -39,7 +40,7 @@ def resolve_engine(
     release: str | None,
     extra_models: list[Path] | None = None,
 ) -> tuple[Engine, list[Path]]:
-    from eagle3lint.engine import discover_engine
+    from eagle3lint.engine_finder import discover_engine
     from eagle3lint.releases import fetch_release, parse_release_spec
 
     scope = list(paths)
@@ -198,7 +199,7 @@ def check(
         click.echo(f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} to baseline {write_baseline_file}", err=True)
         sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
     if chosen_format in ("json", "full"):
-        from eagle3lint.fix import attach_fixes
+        from eagle3lint.fix.session import attach_fixes
 
         attach_fixes(result, scope)  # each finding's "fix": applicability, description, diff
     writer_for(chosen_format)(result, sys.stdout, verbose)
@@ -211,7 +212,7 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
     """``--engine vllm`` given files of an SGLang tree: a usage error, not a silent pass."""
     if engine is None:
         return
-    from eagle3lint.engine import discover_engine
+    from eagle3lint.engine_finder import discover_engine
 
     for path in paths:
         try:
@@ -223,7 +224,7 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
 
 
 def _validate_codes(codes: list[str]) -> None:
-    from eagle3lint.rule_codes import is_known_code
+    from eagle3lint.engines import is_known_code
 
     for code in codes:
         if not is_known_code(code):
@@ -267,9 +268,9 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
 @cli.command()
 def rules() -> None:
     """List every rule with its code, name and summary."""
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.engines import rule_registry
 
-    for rule in REGISTRY:
+    for rule in rule_registry():
         default = "" if rule.default_enabled else " (off by default)"
         click.echo(f"{rule.code}  {rule.name:<28} {rule.severity:<8} fix: {rule.fix_safety:<13} {rule.summary()}{default}")
 
@@ -278,9 +279,9 @@ def rules() -> None:
 @click.argument("code")
 def explain(code: str) -> None:
     """Show one rule's documentation (by code or name)."""
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.engines import rule_registry
 
-    rule = REGISTRY.by_code(code)
+    rule = rule_registry().by_code(code)
     if rule is None:
         raise UsageError(f"unknown rule {code!r} (see `eagle3lint rules`)")
     click.echo(rule.documentation(), nl=False)

@@ -19,10 +19,10 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
 
 OUTPUT_FORMATS_KEY = "output-format"
-ENGINE_NAMES = ("sglang", "vllm")
 DEFAULT_OUTPUT_FORMAT = "concise"
 CACHE_DIR_NAME = ".eagle3lint_cache"
 
@@ -119,8 +119,8 @@ _TOP_KEYS: dict[str, type] = {
     OUTPUT_FORMATS_KEY: str,
     "baseline": str,
     "cache-dir": str,
-    "sglang": dict,
-    "vllm": dict,
+    # One table per engine: [tool.eagle3lint.sglang], [tool.eagle3lint.vllm].
+    **{name: dict for name in ENGINE_NAMES},
 }
 _ENGINE_KEYS: dict[str, type] = {"extra-members": list, "extra-models": list}
 _MEMBER_KEYS: dict[str, type] = {"name": str, "kind": str, "role": str, "summary": str, "required": bool}
@@ -180,8 +180,8 @@ def _codes(path: Path, where: str, key: str, values: list[Any], known: set[str])
 
 def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
     """Settings from ``config`` (``--config``), else the nearest pyproject.toml, else defaults."""
+    from eagle3lint.engines import known_rule_codes
     from eagle3lint.report import FORMATS
-    from eagle3lint.rule_codes import RULE_CODES
 
     path = config or find_config(start)
     if path is None:
@@ -199,7 +199,7 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {where} must be a table")
     _check_keys(path, where, table, _TOP_KEYS)
-    known = set(RULE_CODES)
+    known = set(known_rule_codes())
     settings = Settings(path=path.resolve())
     base = path.resolve().parent
     if "engine" in table:

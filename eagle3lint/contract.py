@@ -31,7 +31,7 @@ FATAL_GUARDS = ("none", "error")
 @dataclass(frozen=True)
 class ContractSite:
     member: str
-    path: str  # relative to the engine's source root: sglang/srt/...
+    path: str  # relative to the engine's source root: <package>/...
     line: int
     column: int
     function: str
@@ -121,7 +121,7 @@ class Contract:
     members: dict[str, MemberContract]
     scanned_files: int = 0
     errors: list[FileError] = field(default_factory=list)
-    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific facts (vLLM protocol)
+    extra: dict[str, Any] = field(default_factory=dict)  # engine-specific facts, by engine name
 
     def required(self, role: str) -> list[MemberContract]:
         return [m for m in self.members.values() if m.known and m.fatal_sites(role)]
@@ -653,21 +653,12 @@ def extract_contract(engine: Engine) -> Contract:
         for name, spec in pack.members.items()
     }
     contract = Contract(engine=engine, members=members)
-    check_function: tuple[str, ...] = ()
-    checks: CheckFunctions = {}
+    # The engine's own facts: check functions that vouch for members (vLLM's supports_eagle3).
+    extension = engine.adapter.contract_extension(engine)
+    contract.errors.extend(extension.errors())
+    checks: CheckFunctions = extension.check_functions()
     check_calls: list[CheckCall] = []
-    protocol: Any = None
-    if engine.name == "vllm":
-        # The protocol in interfaces.py says what supports_eagle3() vouches for.
-        from eagle3lint.vllm.protocol import read_protocol
-
-        protocol, error = read_protocol(engine)
-        if error is not None:
-            contract.errors.append(error)
-        if protocol is not None and protocol.check_function:
-            checks[protocol.check_function] = frozenset(m.name for m in protocol.members)
-            check_function = (protocol.check_function,)
-    needles = contract_needles(engine, check_function)
+    needles = contract_needles(engine, tuple(checks))
     for path in engine.call_site_files():
         result = scan_file(engine, path, needles, checks, check_calls)
         if result is None:
@@ -697,8 +688,5 @@ def extract_contract(engine: Engine) -> Contract:
                     guard="none",
                 )
             )
-    if engine.name == "vllm":
-        from eagle3lint.vllm.protocol import VllmContract, read_allow_list
-
-        contract.extra["vllm"] = VllmContract.from_scan(protocol, check_calls, read_allow_list(engine))
+    contract.extra.update(extension.extra(check_calls))
     return contract

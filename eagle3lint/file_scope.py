@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle3lint.engine import Engine, discover_engine
+from eagle3lint.engine import Engine
+from eagle3lint.engine_finder import discover_engine
 from eagle3lint.errors import UsageError
 
 PYTHON_SUFFIXES = (".py", ".pyi")

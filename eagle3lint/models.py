@@ -6,10 +6,14 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint.index import ClassRef, ProjectIndex, Resolved
-from eagle3lint.sources import real_path
-from eagle3lint.summary import ClassSummary, ModuleSummary
+from eagle3lint.sources import iter_python_files, real_path
+from eagle3lint.summary import ClassSummary
+
+if TYPE_CHECKING:
+    from eagle3lint.engine import Engine
 
 TARGET = "target"
 EAGLE3_DRAFT = "eagle3-draft"
@@ -170,35 +174,8 @@ def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool =
     return OTHER, "no LM head or inner language model found"
 
 
-def discover_sglang_models(
-    index: ProjectIndex, modules: list[ModuleSummary]
-) -> tuple[list[ModelClass], list[UnresolvedEntry]]:
-    """Every class named in a module's ``EntryClass``."""
-    found: list[ModelClass] = []
-    unresolved: list[UnresolvedEntry] = []
-    seen: set[tuple[ClassRef, str]] = set()
-    for module in modules:
-        if not module.entry_class:
-            continue
-        for entry in module.entry_class:
-            resolved: Resolved = index.resolve(module.module, entry)
-            if not isinstance(resolved, ClassRef):
-                unresolved.append(UnresolvedEntry(module.module, module.path, entry, _why(resolved)))
-                continue
-            key = (resolved, module.path)
-            if key in seen:
-                continue
-            seen.add(key)
-            cls = index.class_summary(resolved)
-            owner = index.module(resolved.module)
-            if cls is None or owner is None:
-                continue
-            kind, reason = classify(index, resolved)
-            found.append(ModelClass(resolved, owner.path, cls, kind, reason, entry))
-    return found, unresolved
-
-
-def _why(resolved: Resolved) -> str:
+def why_unresolved(resolved: Resolved) -> str:
+    """What a registration that names no engine class names instead."""
     reason = getattr(resolved, "reason", None)
     if reason:
         return str(reason)
@@ -206,6 +183,25 @@ def _why(resolved: Resolved) -> str:
     if qualified:
         return f"names {qualified}, outside the engine"
     return f"is not a class ({type(resolved).__name__})"
+
+
+def model_files(engine: Engine) -> list[Path]:
+    """Every ``*.py`` of the engine's models folders (the rule pack's ``models``)."""
+    files: list[Path] = []
+    for rel in engine.pack.models:
+        folder = engine.root / rel
+        if folder.is_dir():
+            files.extend(iter_python_files(folder))
+    return files
+
+
+def model_files_in_scope(engine: Engine, scope: list[Path]) -> list[Path]:
+    """The model files whose registrations are read up front: those in the reporting scope.
+
+    Anything else a model needs (bases, inner models) is parsed on demand by the index, so a
+    pre-commit run on one file parses that file and what it leans on, not the whole folder.
+    """
+    return [f for f in model_files(engine) if in_scope(str(f), scope)]
 
 
 def in_scope(path: str, scope: list[Path]) -> bool:

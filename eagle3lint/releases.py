@@ -16,8 +16,8 @@ import time
 import zipfile
 from pathlib import Path
 
+from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import ReleaseFetchError, UsageError
-from eagle3lint.rulepack import ENGINES
 
 _SPEC_RE = re.compile(r"^(?P<name>[A-Za-z_-]+)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
 _COMPLETE = ".eagle3lint-complete"
@@ -38,8 +38,8 @@ def parse_release_spec(spec: str) -> tuple[str, str]:
     if not match:
         raise UsageError(f"--release {spec!r}: expected NAME==VERSION, e.g. sglang==0.5.9")
     name = match["name"].lower()
-    if name not in ENGINES:
-        raise UsageError(f"--release {spec!r}: unknown engine {name!r}; expected sglang or vllm")
+    if name not in ENGINE_NAMES:
+        raise UsageError(f"--release {spec!r}: unknown engine {name!r}; expected {' or '.join(ENGINE_NAMES)}")
     return name, match["version"]
 
 

@@ -8,12 +8,12 @@ from __future__ import annotations
 import dataclasses
 import fnmatch
 import gc
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3lint.config import Settings
 from eagle3lint.engine import Engine
+from eagle3lint.result import CheckResult
 from eagle3lint.sources import iter_python_files
 
 # The analysis modules load only when a run analyses: a warm run answered from the cache
@@ -23,26 +23,10 @@ if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
     from eagle3lint.checks.context import CheckContext
     from eagle3lint.contract import Contract
-    from eagle3lint.findings import FileError, Finding
+    from eagle3lint.findings import Finding
     from eagle3lint.index import ProjectIndex, SummaryProvider
     from eagle3lint.models import ModelClass, UnresolvedEntry
     from eagle3lint.parallel import WorkerPool
-    from eagle3lint.summary import ModuleSummary
-
-
-@dataclass
-class CheckResult:
-    engine: Engine
-    contract: Contract
-    findings: list[Finding]
-    errors: list[FileError]
-    models: list[ModelClass]
-    unresolved: list[UnresolvedEntry] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    index: ProjectIndex | None = None
-    suppressed: int = 0
-    baselined: int = 0
-    scope: list[Path] = field(default_factory=list)
 
 
 def select_rules(
@@ -51,12 +35,10 @@ def select_rules(
     extend_select: list[str] | None = None,
     engine: str | None = None,
 ) -> list[type[Rule]]:
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.engines import rules_for
 
     chosen = []
-    for rule in REGISTRY:
-        if engine is not None and engine not in rule.engines:
-            continue
+    for rule in sorted(rules_for(engine), key=lambda r: r.code):
         if select:
             wanted = any(rule.code.startswith(s) or s == "ALL" for s in select)
         else:
@@ -70,37 +52,10 @@ def select_rules(
     return chosen
 
 
-def model_files(engine: Engine) -> list[Path]:
-    files: list[Path] = []
-    for rel in engine.pack.models:
-        folder = engine.root / rel
-        if folder.is_dir():
-            files.extend(iter_python_files(folder))
-    return files
-
-
-def files_to_discover(engine: Engine, scope: list[Path]) -> list[Path]:
-    """The model files whose registrations are read up front: those in the reporting scope.
-
-    Anything else a model needs (bases, inner models) is parsed on demand by the index, so a
-    pre-commit run on one file parses that file and what it leans on, not the whole folder.
-    """
-    from eagle3lint.models import in_scope
-
-    files = model_files(engine)
-    return [f for f in files if in_scope(str(f), scope)]
-
-
 def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
-    from eagle3lint.index import ProjectIndex
-
-    pack = engine.pack
-    walk = (
-        frozenset(pack.members)
-        | frozenset(n for spec in pack.members.values() for n in spec.former_names)
-        | frozenset(pack.walk_methods)
-    )
-    return ProjectIndex(engine, walk_names=walk, provider=pool.parse if pool else None)
+    index = engine.adapter.build_index(engine)
+    index.provider = pool.parse if pool else None
+    return index
 
 
 def customize_engine(engine: Engine, settings: Settings) -> Engine:
@@ -158,9 +113,9 @@ def run_check(
                 hit["scope"] = [Path(p) for p in hit.get("scope", [])]
                 return CheckResult(engine=engine, contract=cached_contract, **hit)
         from eagle3lint.contract import extract_contract
-        from eagle3lint.models import discover_sglang_models
         from eagle3lint.parallel import WorkerPool, parse_serially
 
+        adapter = engine.adapter
         with WorkerPool(workers if provider is None else 1) as pool:
             pending = None
             if cache is not None and contract is None:
@@ -169,23 +124,13 @@ def run_check(
             if contract is None and pool.enabled:
                 # The engine's call sites are scanned in a worker while the models parse.
                 pending = pool.submit(extract_contract, engine)
-            index = _engine_index(engine, getattr(provider, "texts", None))
+            index = adapter.build_index(engine, getattr(provider, "texts", None))
             index.provider = provider or (cache.provider(pool.parse) if cache is not None else pool.parse)
             extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
             extra_files = [p for item in extra_models for p in ([item] if item.is_file() else iter_python_files(item))]
             # A single file outside the models folders can still be the reporting scope.
             extra_files += [p for p in scope if p.is_file() and p.suffix == ".py"]
-            if engine.name == "vllm":
-                from eagle3lint.vllm.discovery import discover_vllm_models
-
-                index.load_files(extra_files)
-                # The registry's modules in scope load as one batch, on every core.
-                discovered: object = discover_vllm_models(index, scope)  # type: ignore[arg-type]
-                modules: list[ModuleSummary] = []
-            else:
-                modules = index.load_files(files_to_discover(engine, scope))
-                modules += index.load_files(extra_files)
-                discovered = None
+            loaded = adapter.load_models(index, scope, extra_files)
             if contract is None:
                 contract = pending.result() if pending is not None else extract_contract(engine)
                 if cache is not None:
@@ -193,16 +138,8 @@ def run_check(
         index.provider = provider or (cache.provider(parse_serially) if cache is not None else None)
         scope = [*scope, *extra_models]
         # The rules load once the parse is under way: the workers forked without them.
-        from eagle3lint.checks.context import CheckContext
-
-        ctx: CheckContext
-        if discovered is not None:
-            from eagle3lint.vllm.pipeline import vllm_context
-
-            models, unresolved, ctx = vllm_context(index, contract, scope, discovered)  # type: ignore[arg-type]
-        else:
-            models, unresolved = discover_sglang_models(index, modules)
-            ctx = CheckContext(index=index, contract=contract, models=models)
+        found = adapter.check_context(index, contract, scope, loaded)
+        models, unresolved, ctx = found.models, found.unresolved, found.context
         result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
         if results is not None and cache is not None and not result.errors:
             results.store(fingerprint, listing, sorted(cache.served.items()), _absent_paths(index), _cacheable(result))
@@ -248,6 +185,8 @@ def _result_key(
 
 def _listing(engine: Engine, scope: list[Path], settings: Settings) -> list[str]:
     """The files a run starts from: model files, configured out-of-tree models, scope files."""
+    from eagle3lint.models import model_files
+
     files = [str(p) for p in model_files(engine)]
     overrides = settings.engines.get(engine.name)
     for item in overrides.extra_models if overrides else ():
@@ -289,15 +228,6 @@ def _open_cache(engine: Engine, settings: Settings) -> Cache:
     from eagle3lint.cache import Cache
 
     return Cache(settings.cache_folder, engine, settings.digest())
-
-
-def _engine_index(engine: Engine, texts: dict[str, str] | None = None) -> ProjectIndex:
-    """``texts``: files the fixer edited in memory (path -> text), read instead of the disk."""
-    if engine.name == "vllm":
-        from eagle3lint.vllm.discovery import build_vllm_index
-
-        return build_vllm_index(engine, texts)
-    return build_index(engine)
 
 
 def _evaluate(
@@ -417,3 +347,6 @@ def _is_engine_file(path: str, engine: Engine) -> bool:
     except ValueError:
         return False
     return True
+
+
+__all__ = ["CheckResult", "build_index", "run_check", "select_rules"]

@@ -63,15 +63,15 @@ def shown_settings(settings: Settings) -> list[ShownSetting]:
 
 
 def default_selection() -> list[str]:
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.engines import rule_registry
 
-    return [rule.code for rule in REGISTRY if rule.default_enabled]
+    return [rule.code for rule in rule_registry() if rule.default_enabled]
 
 
 def _off_by_default() -> str:
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.engines import rule_registry
 
-    off = [rule.code for rule in REGISTRY if not rule.default_enabled]
+    off = [rule.code for rule in rule_registry() if not rule.default_enabled]
     return f"every rule but {', '.join(off)}" if off else "every rule"
 
 

@@ -55,7 +55,7 @@ def test_unreadable_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as root, where chmod cannot make a file unreadable: make open() refuse instead.
     import builtins
 
-    from eagle3lint.engine import discover_engine
+    from eagle3lint.engine_finder import discover_engine
     from eagle3lint.runner import build_index
 
     secret = _models(tree) / "secret.py"
@@ -84,7 +84,7 @@ def test_unreadable_path_message() -> None:
 
 
 def test_file_vanishing_mid_run_is_an_error_not_a_crash(tree: Path) -> None:
-    from eagle3lint.engine import discover_engine
+    from eagle3lint.engine_finder import discover_engine
     from eagle3lint.runner import build_index
 
     engine = discover_engine([tree])

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.contract import ContractSite, contract_needles, extract_contract
-from eagle3lint.engine import discover_engine
+from eagle3lint.engine_finder import discover_engine
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
 
 GUARDS = '''

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.engines import adapter_for, adapters
 from eagle3lint.errors import UsageError
-from eagle3lint.fix.planner import REGISTRY, patterns_for
+from eagle3lint.fix.planner import patterns_for
 from eagle3lint.fix.templates import load_templates, parse_template_file
 
 
@@ -23,14 +24,18 @@ def test_shipped_sglang_templates_render_valid_python() -> None:
             ast.parse(template.render(snippet.name, names, snippet.when) or "")
 
 
-def test_every_pattern_is_registered_under_its_engine_and_has_its_template() -> None:
-    patterns_for("sglang", "E3L004")  # loads the registry
-    for (engine, name), pattern in REGISTRY.items():
-        assert (pattern.engine, pattern.name) == (engine, name)
-        assert name in load_templates(engine), f"{engine}/{name} has no template file"
-        assert set(pattern.codes) == set(load_templates(engine)[name].codes)
-    assert [p.name for p in patterns_for("sglang", "E3L001")] == ["leaf-embed-head", "leaf-capture"]
-    assert patterns_for("sglang", "E3L002") == []
+def test_every_pattern_is_listed_once_by_its_engine_and_has_its_template() -> None:
+    for adapter in adapters():
+        engine = adapter.name
+        names = [pattern.name for pattern in adapter.fix_patterns()]
+        assert len(names) == len(set(names)), f"{engine} lists a pattern twice"
+        for pattern in adapter.fix_patterns():
+            name = pattern.name
+            assert name in load_templates(engine), f"{engine}/{name} has no template file"
+            assert set(pattern.codes) == set(load_templates(engine)[name].codes)
+    sglang = adapter_for("sglang")
+    assert [p.name for p in patterns_for(sglang, "E3L001")] == ["leaf-embed-head", "leaf-capture"]
+    assert patterns_for(sglang, "E3L002") == []
 
 
 def test_snippet_selection_by_flags_and_fallback() -> None:
@@ -72,6 +77,6 @@ def test_shipped_vllm_templates_render_valid_python() -> None:
         template.describe(names)
         for snippet in template.snippets:
             ast.parse(template.render(snippet.name, names, snippet.when) or "")
-    assert [p.name for p in patterns_for("vllm", "E3L013")] == ["declare-protocol"]
-    assert [p.name for p in patterns_for("vllm", "E3L011")] == ["holder-collect"]
-    assert patterns_for("vllm", "E3L015") == []
+    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L013")] == ["declare-protocol"]
+    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L011")] == ["holder-collect"]
+    assert patterns_for(adapter_for("vllm"), "E3L015") == []

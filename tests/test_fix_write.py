@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engine import discover_engine
+from eagle3lint.engine_finder import discover_engine
 from eagle3lint.fix.session import prepare_fixes, write_changes
 from eagle3lint.fix.write import WriteRefused, write_atomically
 from eagle3lint.runner import run_check

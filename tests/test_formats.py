@@ -15,7 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from eagle3lint.checks import REGISTRY
+from eagle3lint.engines import rule_registry
 from eagle3lint.findings import Finding, Fix, Related
 from eagle3lint.report.full import SourceLines, write_finding
 from eagle3lint.report.github import escape_data, escape_property, workflow_command, write_github
@@ -30,6 +30,8 @@ from tests.helpers import (
     run_cli,
     run_json,
 )
+
+REGISTRY = rule_registry()
 
 TREE = FIXTURES / "sglang_basic"
 SCHEMA = json.loads((Path(__file__).parent / "data/sarif-schema-2.1.0.json").read_text())
@@ -67,7 +69,7 @@ def sarif() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fixture_result() -> CheckResult:
-    from eagle3lint.engine import discover_engine
+    from eagle3lint.engine_finder import discover_engine
     from eagle3lint.runner import run_check
 
     return run_check(discover_engine([TREE]), [TREE], workers=1)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.engines import knowledge_for as load_knowledge
 from eagle3lint.findings import Finding
 from eagle3lint.verify.classify import ClassifyContext, classify_crash, exception_block
-from eagle3lint.verify.knowledge import load_knowledge
 from tests.fakes.fake_engine_server import CRASHES
 
 FAKE = Path(__file__).resolve().parent / "fakes" / "fake_engine_server.py"

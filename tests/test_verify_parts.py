@@ -8,24 +8,26 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.engines import knowledge_for as load_knowledge
+from eagle3lint.engines.vllm.server import parse_spec_counters
 from eagle3lint.errors import UsageError
 from eagle3lint.verify.gpus import GpuInfo, choose_gpus, visible, wait_memory_released
-from eagle3lint.verify.knowledge import layer_expression, load_knowledge
-from eagle3lint.verify.launch import (
-    MARKER_ENV,
-    build_command,
-    engine_arguments,
-    free_port,
-    server_env,
-    validate_speculative_options,
-)
-from eagle3lint.verify.measure import parse_spec_counters
+from eagle3lint.verify.knowledge import layer_expression
+from eagle3lint.verify.launch import MARKER_ENV, build_command, free_port, server_env
 from eagle3lint.verify.options import VerifyOptions
 from eagle3lint.verify.prompts import builtin_prompts, chat_template, load_prompts
 from eagle3lint.verify.teardown import port_open
 from eagle3lint.verify.wait import LogFollower, needs_ready_line, phase_of, version_before
 
 # ---- command lines ------------------------------------------------------------------------------
+
+
+def engine_arguments(engine: str, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
+    return load_knowledge(engine).driver.arguments(options, port, speculative)
+
+
+def validate_speculative_options(engine: str, options: VerifyOptions) -> None:
+    load_knowledge(engine).driver.validate_options(options)
 
 
 def options(**values: object) -> VerifyOptions:

@@ -196,7 +196,7 @@ def test_select_one_vllm_rule() -> None:
 
 
 def test_vllm_rules_never_run_on_sglang_shaped_input() -> None:
-    from eagle3lint.checks.vllm_rules import VLLM_RULES
+    from eagle3lint.engines.vllm.rules import VLLM_RULES
     from eagle3lint.runner import select_rules
 
     chosen = set(select_rules(None, None, engine="sglang"))
@@ -272,7 +272,7 @@ def test_suppressions_decide_before_one_finding_stands_for_others(tmp_path: Path
 
 
 def test_allow_list_words_are_matched_by_their_parts_in_any_order() -> None:
-    from eagle3lint.checks.vllm_context import _names_any
+    from eagle3lint.engines.vllm.context import _names_any
 
     assert _names_any(("hunyuan_v1_dense",), ["vllm.model_executor.models.hunyuan_v1", "HunYuanDenseV1ForCausalLM"])
     assert _names_any(("gpt_oss",), ["GptOssForCausalLM"])

@@ -5,9 +5,9 @@ from __future__ import annotations
 import ast
 import textwrap
 
+from eagle3lint.engines.vllm.pack import vllm_pack
+from eagle3lint.engines.vllm.protocol import parse_interfaces
 from eagle3lint.rulepack import load_pack
-from eagle3lint.vllm.pack import vllm_pack
-from eagle3lint.vllm.protocol import parse_interfaces
 from tests.helpers import FIXTURES, run_cli, run_json
 
 STUB_PROTOCOL = """

@@ -1,12 +1,3 @@
-"""All rules, in one registry (codes are stable; see ``eagle3lint rules``)."""
-
-from __future__ import annotations
-
-from eagle3lint.checks.base import Rule, RuleRegistry
-from eagle3lint.checks.hygiene import HYGIENE_RULES
-from eagle3lint.checks.presence import PRESENCE_RULES
-from eagle3lint.checks.vllm_rules import VLLM_RULES
-
-REGISTRY = RuleRegistry(rules=(*PRESENCE_RULES, *VLLM_RULES, *HYGIENE_RULES))
-
-__all__ = ["REGISTRY", "Rule", "RuleRegistry"]
+"""Rules: the framework (``base``), what every rule sees (``context``) and the rules that apply to
+every engine (``presence``, ``hygiene``; listed in ``core``). Each engine adds its own rules from
+its folder under ``eagle3lint/engines/``; ``eagle3lint.engines.rule_registry()`` has them all."""

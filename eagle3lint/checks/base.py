@@ -23,7 +23,8 @@ class Rule:
     severity: ClassVar[str] = "error"
     fix_safety: ClassVar[str] = "display-only"
     family: ClassVar[str] = "presence"
-    engines: ClassVar[tuple[str, ...]] = ("sglang", "vllm")
+    # The engines a rule is written for; empty: every engine (an adapter may still replace it).
+    engines: ClassVar[tuple[str, ...]] = ()
     default_enabled: ClassVar[bool] = True
     # Runs once suppressions are applied (it reasons about them).
     after_suppressions: ClassVar[bool] = False

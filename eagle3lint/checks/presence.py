@@ -338,7 +338,6 @@ class PresenceNotProvable(Rule):
     code = "E3L006"
     name = "presence-not-provable"
     severity = "info"
-    engines = ("sglang",)  # vLLM's holder analysis has its own (E3L016)
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         for model in ctx.models:
@@ -360,6 +359,89 @@ class PresenceNotProvable(Rule):
                 )
 
 
+class StaleInterfaceOverride(Rule):
+    """
+    ## What it does
+    Reports a method named after a former interface member (e.g.
+    `get_eagle3_aux_hidden_state_layers`) in an engine version whose runner calls only its
+    successor (`get_eagle3_default_aux_hidden_state_layers`). Former names are listed in the
+    rule pack; whether the engine still calls them is read from the engine's call sites.
+
+    ## Why is this bad?
+    Nothing calls the method any more: it is dead code, and the behaviour it was written for
+    (custom default layers, a delegation) silently stopped. When the class inherits a default for
+    the new name, that default now runs instead of the override.
+
+    ## Example
+    ```python
+    class FooForConditionalGeneration(nn.Module, SupportsEagle3):
+        def get_eagle3_aux_hidden_state_layers(self):  # renamed in vLLM 0.18.0
+            return self.language_model.get_eagle3_aux_hidden_state_layers()
+    ```
+    Use instead: rename it to `get_eagle3_default_aux_hidden_state_layers`, or delete it when the
+    inherited default is right.
+
+    ## Fix safety
+    Safe: the method is renamed to the current member (and a call of the former name it
+    forwards to a delegate with it). Display-only when the class already defines the current
+    member or the former name is still used elsewhere in the module.
+    """
+
+    code = "E3L014"
+    name = "stale-interface-override"
+    severity = "warning"
+    fix_safety = "safe"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        renames: dict[str, str] = {}
+        for name, spec in ctx.pack.members.items():
+            current_member = ctx.contract.members.get(name)
+            if current_member is None or not any(s.fatal for s in current_member.sites):
+                continue
+            for former in spec.former_names:
+                entry = ctx.contract.members.get(former)
+                if entry is None or not entry.sites:
+                    renames[former] = name
+        if not renames:
+            return
+        seen: set[tuple[str, str]] = set()
+        for model in ctx.models:
+            for current in ctx.index.mro(model.ref).classes:
+                cls = ctx.index.class_summary(current)
+                module = ctx.index.module(current.module)
+                if cls is None or module is None:
+                    continue
+                for former, successor in renames.items():
+                    fn = cls.methods.get(former)
+                    if fn is None or (str(current), former) in seen:
+                        continue
+                    seen.add((str(current), former))
+                    own = successor in cls.methods
+                    tail = (
+                        f"`{cls.name}` defines `{successor}` too"
+                        if own
+                        else f"rename it to `{successor}`"
+                    )
+                    yield Finding(
+                        code=self.code,
+                        rule=self.name,
+                        severity=self.severity,
+                        path=module.path,
+                        line=fn.lineno,
+                        column=fn.col + 1,
+                        class_name=cls.name,
+                        qualname=str(current),
+                        method=former,
+                        message=(
+                            f"`{cls.name}.{former}` is never called: this engine version calls `{successor}` "
+                            f"instead; dead code ({tail})"
+                        ),
+                        related=ctx.related_for([s for s in ctx.contract.members[successor].sites if s.fatal]),
+                        data={"former": former, "successor": successor},
+                        variant=model.variant if current == model.ref else None,
+                    )
+
+
 PRESENCE_RULES: tuple[type[Rule], ...] = (
     MissingTargetMethod,
     MissingDraftMethod,
@@ -367,4 +449,5 @@ PRESENCE_RULES: tuple[type[Rule], ...] = (
     WrapperDelegationGap,
     SignatureMismatch,
     PresenceNotProvable,
+    StaleInterfaceOverride,
 )

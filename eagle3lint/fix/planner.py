@@ -1,9 +1,9 @@
 """Finding -> planned fix: which pattern fits, with which names, at which applicability.
 
-Patterns are small classes registered per engine (``patterns/sglang.py``,
-``patterns/vllm.py``) under ``(engine, pattern name)``; each answers some rule codes and reads
-its template from ``rules/templates/<engine>/<pattern>.toml``. The planner only reads: the
-index, the contract, and each file's ``ast``; nothing here imports libcst.
+Patterns are small classes each engine's adapter lists (``eagle3lint/engines/<name>/fixes.py``);
+each answers some rule codes and reads its template from ``rules/templates/<engine>/<pattern>.toml``.
+The planner only reads: the index, the contract, and each file's ``ast``; nothing here imports
+libcst.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ from eagle3lint.models import ModelClass, in_scope
 from eagle3lint.rulepack import RulePack
 
 if TYPE_CHECKING:
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.adapter import EngineAdapter
+    from eagle3lint.result import CheckResult
 
 SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
 
@@ -121,7 +122,6 @@ class FixPattern:
     """One way of fixing some findings of one engine. Subclasses set the class variables and
     implement :meth:`plan` (``None`` when the pattern does not recognise the situation)."""
 
-    engine: ClassVar[str]
     name: ClassVar[str]
     codes: ClassVar[tuple[str, ...]]
 
@@ -129,29 +129,17 @@ class FixPattern:
         raise NotImplementedError
 
 
-REGISTRY: dict[tuple[str, str], type[FixPattern]] = {}
-
-
-def register(pattern: type[FixPattern]) -> type[FixPattern]:
-    key = (pattern.engine, pattern.name)
-    if key in REGISTRY:
-        raise ValueError(f"fix pattern {key} registered twice")
-    REGISTRY[key] = pattern
-    return pattern
-
-
-def patterns_for(engine: str, code: str) -> list[type[FixPattern]]:
-    import eagle3lint.fix.patterns  # noqa: F401  (registers the engines' patterns)
-
-    return [p for (e, _), p in REGISTRY.items() if e == engine and code in p.codes]
+def patterns_for(adapter: EngineAdapter, code: str) -> list[type[FixPattern]]:
+    """The engine's patterns that answer ``code``, in the order it lists them."""
+    return [p for p in adapter.fix_patterns() if code in p.codes]
 
 
 def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[PlannedFix]:
     """The first fitting pattern's plan for each finding (findings without one are skipped)."""
     plans: list[PlannedFix] = []
-    engine = env.result.engine.name
+    adapter = env.result.engine.adapter
     for finding in env.result.findings if findings is None else findings:
-        for pattern in patterns_for(engine, finding.code):
+        for pattern in patterns_for(adapter, finding.code):
             try:
                 plan = pattern().plan(finding, env)
             except (SyntaxError, ValueError, RecursionError, OSError) as exc:

@@ -14,7 +14,7 @@ from eagle3lint.sources import ParseRequest, parse_module, summary_of
 from eagle3lint.summary import ModuleSummary
 
 if TYPE_CHECKING:
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 
 def summarize_text(request: ParseRequest, text: str, tree: ast.Module | None = None) -> ModuleSummary | FileError:

@@ -32,7 +32,7 @@ from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.fix.write import WriteRefused, write_atomically
 from eagle3lint.index import ProjectIndex
 from eagle3lint.parallel import WorkerPool
-from eagle3lint.runner import CheckResult
+from eagle3lint.result import CheckResult
 from eagle3lint.sources import ParseRequest
 from eagle3lint.summary import ModuleSummary
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 FORMATS: dict[str, str] = {
     "concise": "eagle3lint.report.concise:write_concise",

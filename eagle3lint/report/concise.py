@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 from eagle3lint.report.paths import display_path
 
 if TYPE_CHECKING:
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 
 def summary_line(result: CheckResult) -> str:

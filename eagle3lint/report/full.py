@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from eagle3lint.findings import Finding
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 
 class SourceLines:

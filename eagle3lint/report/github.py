@@ -13,7 +13,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from eagle3lint.findings import Finding
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 

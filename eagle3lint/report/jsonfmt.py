@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 from eagle3lint.report.concise import models_checked
 
 if TYPE_CHECKING:
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 SCHEMA_VERSION = 1
 

@@ -10,13 +10,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from eagle3lint import __version__
-from eagle3lint.checks import REGISTRY
+from eagle3lint.engines import rule_registry
 from eagle3lint.report.paths import relative_posix, report_base
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
     from eagle3lint.findings import Finding
-    from eagle3lint.runner import CheckResult
+    from eagle3lint.result import CheckResult
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
@@ -116,7 +116,7 @@ def sarif_result(finding: Finding, rule_index: dict[str, int], locator: Locator)
 
 def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, Any]:
     locator = Locator(report_base(result.engine.root, cwd))
-    rules = list(REGISTRY)
+    rules = list(rule_registry())
     rule_index = {rule.code: number for number, rule in enumerate(rules)}
     notifications = [
         {

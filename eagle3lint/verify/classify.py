@@ -12,6 +12,7 @@ import signal
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle3lint.checks.base import Rule, RuleRegistry
 from eagle3lint.findings import Finding
 from eagle3lint.verify.knowledge import CrashPattern, EngineKnowledge
 
@@ -125,28 +126,21 @@ def innermost_frame(block: list[str]) -> str | None:
     return None
 
 
-def resolve_rules(refs: tuple[str, ...] | list[str]) -> list[RuleRef]:
-    from eagle3lint.checks import REGISTRY
-
+def resolve_rules(refs: tuple[str, ...] | list[str], known: tuple[type[Rule], ...]) -> list[RuleRef]:
+    """Rule codes, names or ``family:NAME`` as the knowledge names them, as rules of ``known``."""
+    registry = RuleRegistry(known)
     out: list[RuleRef] = []
     for ref in refs:
         if ref.startswith("family:"):
             family = ref.split(":", 1)[1]
-            members = [r for r in REGISTRY if r.family == family]
+            members = [r for r in registry if r.family == family]
             out.extend(RuleRef(r.code, r.name) for r in members)
             if not members:
                 out.append(RuleRef(None, f"{family} rules"))
             continue
-        rule = REGISTRY.by_code(ref)
+        rule = registry.by_code(ref)
         out.append(RuleRef(rule.code, rule.name) if rule else RuleRef(None, ref))
     return out
-
-
-def _member_role(engine: str, member: str) -> str | None:
-    from eagle3lint.rulepack import load_pack
-
-    spec = load_pack(engine).members.get(member)
-    return spec.role if spec else None
 
 
 def _rules_for_member(role: str) -> tuple[str, ...]:
@@ -176,7 +170,7 @@ def _next_step(pattern: CrashPattern | None, ctx: ClassifyContext) -> str:
     return pattern.advice
 
 
-def _match(pattern: CrashPattern, text: str, frame: str | None, engine: str) -> dict[str, str] | None:
+def _match(pattern: CrashPattern, text: str, frame: str | None, knowledge: EngineKnowledge) -> dict[str, str] | None:
     found = pattern.pattern.search(text)
     if found is None:
         return None
@@ -184,7 +178,7 @@ def _match(pattern: CrashPattern, text: str, frame: str | None, engine: str) -> 
         return None
     groups = {k: v for k, v in found.groupdict().items() if v is not None}
     if pattern.requires_known_member:
-        role = _member_role(engine, groups.get("member", ""))
+        role = knowledge.member_roles.get(groups.get("member", ""))
         if role is None:
             return None
         groups["role"] = role
@@ -200,12 +194,12 @@ def classify_crash(log: str, exit_code: int | None, knowledge: EngineKnowledge, 
     excerpt = _excerpt(block) if block else [line for line in tail if line.strip()][-_EXCERPT_LINES:]
     for text in (("\n".join(block),) if block else ()) + ("\n".join(tail),):
         for pattern in knowledge.crashes:
-            groups = _match(pattern, text, frame, knowledge.engine)
+            groups = _match(pattern, text, frame, knowledge)
             if groups is None:
                 continue
             member = groups.get("member")
             refs = pattern.rules or (_rules_for_member(groups["role"]) if "role" in groups else ())
-            rules = _refine(resolve_rules(refs), member, ctx.target_findings)
+            rules = _refine(resolve_rules(refs, knowledge.rules), member, ctx.target_findings)
             values = {"class": groups.get("class", "the model class"), "member": member or "", "role": groups.get("role", ""), "module": groups.get("module", "")}
             return CrashCause(
                 kind=pattern.kind,

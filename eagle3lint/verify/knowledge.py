@@ -1,4 +1,5 @@
-"""Per-engine facts `verify` relies on, read from ``verify/engines/<engine>.toml``.
+"""Per-engine facts `verify` relies on, read from each engine's ``verify.toml`` (beside its
+adapter, in ``eagle3lint/engines/<name>/``) and ``verify/common.toml``.
 
 They change with engine releases (log lines, endpoints, error texts), so they live in data, not code.
 """
@@ -8,10 +9,10 @@ from __future__ import annotations
 import ast
 import re
 import sys
-from dataclasses import dataclass
-from functools import cache
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -20,7 +21,11 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from eagle3lint.errors import UsageError
 
-ENGINES_DIR = Path(__file__).resolve().parent / "engines"
+if TYPE_CHECKING:
+    from eagle3lint.checks.base import Rule
+    from eagle3lint.verify.driver import ServerDriver
+
+COMMON_FILE = Path(__file__).resolve().parent / "common.toml"
 
 
 @dataclass(frozen=True)
@@ -74,6 +79,11 @@ class EngineKnowledge:
     architecture_prefix: str
     aux: AuxLayerConvention
     crashes: tuple[CrashPattern, ...]
+    # How to start and talk to the server; the role of each interface member and the rules a
+    # crash may map to (from the engine's rule pack and rules).
+    driver: ServerDriver = field(compare=False)
+    member_roles: Mapping[str, str] = field(default_factory=dict, compare=False)
+    rules: tuple[type[Rule], ...] = field(default=(), compare=False)
 
     def loaded_architecture(self, architecture: str) -> str:
         """The class name the engine looks up for a drafter's ``architectures[0]``."""
@@ -128,13 +138,19 @@ def _crash_patterns(raw: dict[str, Any], path: Path) -> list[CrashPattern]:
     return out
 
 
-@cache
-def load_knowledge(engine: str) -> EngineKnowledge:
-    path = ENGINES_DIR / f"{engine}.toml"
+def load_knowledge(
+    engine: str,
+    driver: ServerDriver,
+    member_roles: Mapping[str, str] | None = None,
+    rules: tuple[type[Rule], ...] = (),
+) -> EngineKnowledge:
+    """The knowledge in the driver's ``knowledge_file``, with the crash patterns every engine
+    shares (``common.toml``)."""
+    path = driver.knowledge_file
     if not path.is_file():
-        raise UsageError(f"verify does not know engine {engine!r} (no {path.name} in {ENGINES_DIR})")
+        raise UsageError(f"verify does not know engine {engine!r} (no {path})")
     raw = _load_toml(path)
-    common_path = ENGINES_DIR / "common.toml"
+    common_path = COMMON_FILE
     common = _load_toml(common_path)
     launch, ready, drafter, aux = raw["launch"], raw["ready"], raw["drafter"], raw["aux_layers"]
     return EngineKnowledge(
@@ -160,4 +176,7 @@ def load_knowledge(engine: str) -> EngineKnowledge:
             convention=" ".join(aux["convention"].split()),
         ),
         crashes=tuple(_crash_patterns(raw, path) + _crash_patterns(common, common_path)),
+        driver=driver,
+        member_roles=dict(member_roles or {}),
+        rules=rules,
     )

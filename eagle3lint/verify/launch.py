@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import json
 import os
 import shlex
-import shutil
 import socket
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,7 +20,6 @@ from eagle3lint.verify.options import VerifyOptions
 # the process group (a child that called setsid) and end them too.
 MARKER_ENV = "EAGLE3LINT_VERIFY_RUN"
 EAGLE3, BASELINE = "eagle3", "baseline"
-DEFAULT_VLLM_SPEC_TOKENS = 3
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -32,57 +28,15 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def validate_speculative_options(engine: str, options: VerifyOptions) -> None:
-    given = [options.num_steps, options.eagle_topk, options.num_draft_tokens]
-    if engine == "sglang":
-        if any(v is not None for v in given) and not all(v is not None for v in given):
-            raise UsageError(
-                "--num-steps, --eagle-topk and --num-draft-tokens go together for SGLang (give all three, "
-                "or none to let SGLang choose)"
-            )
-    elif options.eagle_topk is not None or options.num_draft_tokens is not None:
-        raise UsageError("--eagle-topk and --num-draft-tokens are SGLang options; for vLLM give --num-steps")
-    for name, value in (("--num-steps", options.num_steps), ("--eagle-topk", options.eagle_topk), ("--num-draft-tokens", options.num_draft_tokens)):
-        if value is not None and value < 1:
-            raise UsageError(f"{name} {value}: must be at least 1")
-
-
-def default_launcher(knowledge: EngineKnowledge) -> list[str]:
-    if knowledge.engine == "vllm":
-        script = shutil.which(knowledge.launch_script) if knowledge.launch_script else None
-        return [script, "serve"] if script else [sys.executable, "-m", knowledge.launch_module, "serve"]
-    return [sys.executable, "-m", knowledge.launch_module]
-
-
-def engine_arguments(engine: str, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
-    extra = [arg for chunk in options.engine_args for arg in shlex.split(chunk)]
-    if engine == "sglang":
-        args = ["--model-path", options.model_path, "--tp-size", str(options.tp), "--host", options.host, "--port", str(port)]
-        if speculative:
-            args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", options.draft_model_path]
-            if options.num_steps is not None:
-                args += [
-                    "--speculative-num-steps", str(options.num_steps),
-                    "--speculative-eagle-topk", str(options.eagle_topk),
-                    "--speculative-num-draft-tokens", str(options.num_draft_tokens),
-                ]
-        return args + extra
-    args = [options.model_path, "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
-    if speculative:
-        config = {
-            "method": "eagle3",
-            "model": options.draft_model_path,
-            "num_speculative_tokens": options.num_steps or DEFAULT_VLLM_SPEC_TOKENS,
-        }
-        args += ["--speculative-config", json.dumps(config)]
-    return args + extra
-
-
 def build_command(options: VerifyOptions, knowledge: EngineKnowledge, port: int, speculative: bool) -> list[str]:
-    launcher = shlex.split(options.launcher) if options.launcher else default_launcher(knowledge)
+    """The launcher (``--launcher``, else the engine's own), the engine's arguments, then
+    ``--engine-args``."""
+    driver = knowledge.driver
+    launcher = shlex.split(options.launcher) if options.launcher else driver.default_launcher(knowledge)
     if not launcher:
         raise UsageError("--launcher is empty")
-    return launcher + engine_arguments(knowledge.engine, options, port, speculative)
+    extra = [arg for chunk in options.engine_args for arg in shlex.split(chunk)]
+    return launcher + driver.arguments(options, port, speculative) + extra
 
 
 def server_env(base: dict[str, str], run_id: str, pythonpath_first: Path | None, gpus: list[int] | None) -> dict[str, str]:

@@ -1,31 +1,28 @@
 """Output tokens/s and acceptance length, at each concurrency, from the running server.
 
-SGLang reports per request: ``meta_info.completion_tokens / meta_info.spec_verify_ct`` is the
-acceptance length. vLLM reports counters: ``1 + Δ num_accepted_tokens / Δ num_drafts`` over a batch.
+Acceptance comes per request (a request result's ``verify_steps``: completion tokens over
+verify steps) or from server counters (``1 + Δ accepted / Δ drafts`` over a batch), whichever the
+engine's client reports.
 """
 
 from __future__ import annotations
 
 import gc
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
-from eagle3lint.verify.httpclient import request
-from eagle3lint.verify.prompts import Prompt, chat_template, render_chat, special_tokens
+from eagle3lint.verify.prompts import Prompt
 
 WARMUP_TOKENS = 8
-_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-_DRAFTS = "vllm:spec_decode_num_drafts_total"
 
 
 @dataclass
 class RequestResult:
     completion_tokens: int = 0
-    verify_steps: int = 0  # SGLang's spec_verify_ct (0 without speculation)
+    verify_steps: int = 0  # verify steps the server reports per request (0: not reported)
     error: str | None = None
 
 
@@ -76,99 +73,16 @@ class MeasureResult:
         }
 
 
-class SGLangClient:
-    def __init__(self, base_url: str, model_path: str, timeout_s: float) -> None:
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-        self._template = chat_template(model_path)
-        self._special = special_tokens(model_path)
-        self.prompt_format = "chat-template" if self._template else "plain"
+class Client(Protocol):
+    """One engine's HTTP API, as ``measure`` uses it (each engine's server driver makes one)."""
 
-    def _text(self, prompt: Prompt) -> str:
-        rendered = render_chat(self._template, prompt, self._special)
-        if rendered is None:
-            self.prompt_format = "plain"
-            return prompt.plain
-        return rendered
+    prompt_format: str  # how prompts are sent: "chat-template", "server-chat" or "plain"
 
-    def send(self, prompt: Prompt, max_tokens: int) -> RequestResult:
-        payload = {"text": self._text(prompt), "sampling_params": {"temperature": 0, "max_new_tokens": max_tokens}}
-        answer = request(self.base_url + "/generate", payload, timeout=self.timeout_s)
-        body = answer.json()
-        if answer.status != 200 or not isinstance(body, dict):
-            return RequestResult(error=f"/generate: {answer.error or answer.status} {answer.text[:200]}".strip())
-        meta = body.get("meta_info") or {}
-        return RequestResult(int(meta.get("completion_tokens") or 0), int(meta.get("spec_verify_ct") or 0))
+    def send(self, prompt: Prompt, max_tokens: int) -> RequestResult: ...
 
     def counters(self) -> tuple[float, float] | None:
-        return None
-
-
-class VLLMClient:
-    def __init__(self, base_url: str, timeout_s: float) -> None:
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-        self.prompt_format = "server-chat"
-        self._model: str | None = None
-        self._lock = threading.Lock()
-
-    def model(self) -> str:
-        with self._lock:
-            if self._model is None:
-                listed = request(self.base_url + "/v1/models", timeout=self.timeout_s).json()
-                data = listed.get("data") if isinstance(listed, dict) else None
-                self._model = str(data[0]["id"]) if isinstance(data, list) and data and "id" in data[0] else ""
-            return self._model
-
-    def send(self, prompt: Prompt, max_tokens: int) -> RequestResult:
-        common = {"model": self.model(), "temperature": 0, "max_tokens": max_tokens}
-        if self.prompt_format == "server-chat":
-            answer = request(self.base_url + "/v1/chat/completions", {**common, "messages": list(prompt.messages)}, timeout=self.timeout_s)
-            if answer.status == 400:  # a base model without a chat template
-                self.prompt_format = "plain"
-            else:
-                return self._result(answer.status, answer.json(), answer.error or answer.text[:200])
-        answer = request(self.base_url + "/v1/completions", {**common, "prompt": prompt.plain}, timeout=self.timeout_s)
-        return self._result(answer.status, answer.json(), answer.error or answer.text[:200])
-
-    @staticmethod
-    def _result(status: int, body: Any, error: str) -> RequestResult:
-        if status != 200 or not isinstance(body, dict):
-            return RequestResult(error=f"HTTP {status}: {error}".strip())
-        usage = body.get("usage") or {}
-        return RequestResult(int(usage.get("completion_tokens") or 0))
-
-    def counters(self) -> tuple[float, float] | None:
-        answer = request(self.base_url + "/metrics", timeout=self.timeout_s)
-        if answer.status != 200:
-            return None
-        return parse_spec_counters(answer.text)
-
-
-def parse_spec_counters(text: str) -> tuple[float, float] | None:
-    """(accepted tokens, drafts) summed over every label set; None when the server has neither."""
-    totals = {_ACCEPTED: 0.0, _DRAFTS: 0.0}
-    seen: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in totals:
-            try:
-                totals[name] += float(line.rsplit(" ", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            seen.add(name)
-    if seen != set(totals):
-        return None
-    return totals[_ACCEPTED], totals[_DRAFTS]
-
-
-Client = SGLangClient | VLLMClient
-
-
-def make_client(engine: str, base_url: str, model_path: str, timeout_s: float) -> Client:
-    return SGLangClient(base_url, model_path, timeout_s) if engine == "sglang" else VLLMClient(base_url, timeout_s)
+        """(accepted tokens, drafts) so far, for engines that count on the server; else None."""
+        ...
 
 
 def warm_up(client: Client, prompts: list[Prompt]) -> str | None:

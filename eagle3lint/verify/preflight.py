@@ -7,133 +7,25 @@ whether it will crash the server or silently lower acceptance.
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eagle3lint.engine import Engine
-from eagle3lint.findings import Finding
+from eagle3lint.verify.configs import (
+    ACCEPTANCE,
+    CRASH,
+    NOTE,
+    OK,
+    PROBLEM,
+    SKIPPED,
+    ConfigError,
+    ModelConfig,
+    PreflightResult,
+    as_int,
+    read_model_config,
+)
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.safetensors_header import CheckpointTensors, HeaderError, read_checkpoint
-
-OK, PROBLEM, NOTE, SKIPPED = "ok", "problem", "note", "skipped"
-CRASH, ACCEPTANCE = "crash", "acceptance"
-
-# Multimodal configs keep the language model's sizes in a nested config.
-_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
-
-
-@dataclass
-class PreflightItem:
-    check: str
-    status: str  # ok | problem | note | skipped
-    message: str
-    impact: str | None = None  # crash | acceptance (problems only)
-    rule: str | None = None
-    path: str | None = None
-    line: int | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "check": self.check,
-            "status": self.status,
-            "impact": self.impact,
-            "message": self.message,
-            "rule": self.rule,
-            "path": self.path,
-            "line": self.line,
-        }
-
-
-@dataclass
-class ModelConfig:
-    """The sizes pre-flight compares, from one model folder's config.json."""
-
-    path: str
-    architecture: str | None
-    hidden_size: int | None
-    vocab_size: int | None
-    num_hidden_layers: int | None
-    raw: dict[str, Any] = field(repr=False)
-    sizes_from: str = ""  # "" (top level) or the nested key, e.g. "text_config"
-
-    def get(self, dotted: str) -> Any:
-        value: Any = self.raw
-        for part in dotted.split("."):
-            if not isinstance(value, dict) or part not in value:
-                return None
-            value = value[part]
-        return value
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": self.path,
-            "architecture": self.architecture,
-            "hidden_size": self.hidden_size,
-            "vocab_size": self.vocab_size,
-            "num_hidden_layers": self.num_hidden_layers,
-            "sizes_from": self.sizes_from or None,
-        }
-
-
-@dataclass
-class PreflightResult:
-    items: list[PreflightItem] = field(default_factory=list)
-    target: ModelConfig | None = None
-    drafter: ModelConfig | None = None
-    aux_layer_ids: list[int] | None = None
-    target_findings: list[Finding] = field(default_factory=list)
-    target_class_path: str | None = None
-
-    def add(self, check: str, status: str, message: str, impact: str | None = None, **extra: Any) -> None:
-        self.items.append(PreflightItem(check, status, message, impact, **extra))
-
-    @property
-    def predicts_crash(self) -> bool:
-        return any(i.status == PROBLEM and i.impact == CRASH for i in self.items)
-
-    @property
-    def problems(self) -> list[PreflightItem]:
-        return [i for i in self.items if i.status == PROBLEM]
-
-
-class ConfigError(Exception):
-    pass
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def read_model_config(path: str) -> ModelConfig:
-    folder = Path(path)
-    config_path = folder / "config.json"
-    try:
-        raw = json.loads(config_path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError(f"{config_path}: no such file (is {path} a model folder?)") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{config_path}: not readable JSON ({exc})") from exc
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{config_path}: not a JSON object")
-    sizes, sizes_from = raw, ""
-    for key in _TEXT_CONFIG_KEYS:
-        nested = raw.get(key)
-        if isinstance(nested, dict) and "hidden_size" in nested:
-            sizes, sizes_from = nested, key
-            break
-    architectures = raw.get("architectures")
-    architecture = architectures[0] if isinstance(architectures, list) and architectures and isinstance(architectures[0], str) else None
-    return ModelConfig(
-        path=path,
-        architecture=architecture,
-        hidden_size=_int(sizes.get("hidden_size", raw.get("hidden_size"))),
-        vocab_size=_int(sizes.get("vocab_size", raw.get("vocab_size"))),
-        num_hidden_layers=_int(sizes.get("num_hidden_layers", raw.get("num_hidden_layers"))),
-        raw=raw,
-        sizes_from=sizes_from,
-    )
 
 
 def run_preflight(
@@ -184,13 +76,14 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
 
 
 def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None) -> list[Any]:
-    from eagle3lint.checks import REGISTRY
+    from eagle3lint.engines import rule_registry
     from eagle3lint.runner import run_check
 
     checked = run_check(engine, scope=[engine.root])
     models = checked.models
     if target is not None:
-        _check_model_type(result, engine, checked.contract.extra.get("vllm"), target)
+        # What the engine refuses before the model class matters (vLLM's old model-type list).
+        engine.adapter.server().preflight(result, engine, checked.contract, target)
     if target is None or target.architecture is None:
         return models
     arch = target.architecture
@@ -207,7 +100,7 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     findings = [f for f in checked.findings if f.class_name in names]
     result.target_findings = findings
     for finding in findings:
-        rule = REGISTRY.by_code(finding.code)
+        rule = rule_registry().by_code(finding.code)
         family = rule.family if rule else "presence"
         # Capture data-flow rules predict low acceptance; other errors a start-up crash; other
         # warnings (a stale override, dead code) predict neither.
@@ -221,46 +114,6 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     if not findings:
         result.add("target-class", OK, f"{arch} ({classes[0].path}) passes the EAGLE-3 checks for {where}", path=classes[0].path)
     return models
-
-
-# Where transformers' ``get_text_config()`` looks for a nested text config.
-_HF_TEXT_CONFIG_KEYS = ("text_config", "decoder", "generator")
-
-
-def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: Any, target: ModelConfig) -> None:
-    """Older vLLM speculative configs refuse EAGLE-3 unless the target's text ``model_type``
-    contains a word of an allow-list (gone in 0.22.0): the one fact that needs the checkpoint."""
-    allow = getattr(vllm_contract, "allow_list", None)
-    if allow is None:
-        return
-    words = ", ".join(allow.model_types)
-    rule = f"{engine.name} {engine.version} runs EAGLE-3 only for model types containing {words}"
-    where = {"path": str(engine.source_root / allow.path), "line": allow.line}
-    # vLLM reads ``hf_text_config``: transformers' get_text_config(), the nested text config
-    # where there is one (sizes or not), else the config itself.
-    nested_key = next((k for k in _HF_TEXT_CONFIG_KEYS if isinstance(target.raw.get(k), dict)), None)
-    if nested_key is not None:
-        model_type, source = target.raw[nested_key].get("model_type"), f"{nested_key}.model_type"
-    else:
-        model_type, source = target.raw.get("model_type"), "model_type"
-    if not isinstance(model_type, str):
-        result.add(
-            "model-type",
-            NOTE,
-            f"{rule}; the target's config.json has no {source} (its config class decides it): not judged",
-            **where,
-        )
-    elif any(word in model_type for word in allow.model_types):
-        result.add("model-type", OK, f"{rule}: the target's {source} {model_type!r} qualifies", **where)
-    else:
-        result.add(
-            "model-type",
-            PROBLEM,
-            f"{rule}: the target's {source} is {model_type!r}, so the speculative config refuses it at start-up "
-            f"whatever the model class implements (newer vLLM releases dropped the list)",
-            CRASH,
-            **where,
-        )
 
 
 def _check_drafter_architecture(
@@ -298,7 +151,7 @@ def _check_drafter_architecture(
 
 
 def _check_hidden_size(result: PreflightResult, target: ModelConfig, drafter: ModelConfig) -> None:
-    declared = _int(drafter.raw.get("target_hidden_size"))
+    declared = as_int(drafter.raw.get("target_hidden_size"))
     drafter_in = declared or drafter.hidden_size
     key = "target_hidden_size" if declared else "hidden_size"
     if drafter_in is None or target.hidden_size is None:
@@ -415,7 +268,7 @@ def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter:
 
 
 def _draft_vocab(drafter: ModelConfig) -> int | None:
-    return _int(drafter.raw.get("draft_vocab_size")) or drafter.vocab_size
+    return as_int(drafter.raw.get("draft_vocab_size")) or drafter.vocab_size
 
 
 def _check_d2t(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, tensors: CheckpointTensors) -> None:
@@ -450,7 +303,7 @@ def _check_fc(
     result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, tensors: CheckpointTensors, knowledge: EngineKnowledge
 ) -> None:
     fc = tensors.find("fc.weight")
-    hidden_in = _int(drafter.raw.get("target_hidden_size")) or drafter.hidden_size
+    hidden_in = as_int(drafter.raw.get("target_hidden_size")) or drafter.hidden_size
     count = len(result.aux_layer_ids) if result.aux_layer_ids else (knowledge.aux.fixed_count or 3)
     if fc is None or hidden_in is None or len(fc.shape) != 2:
         return

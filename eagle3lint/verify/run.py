@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import os
 import shlex
-import shutil
 import signal
 import tempfile
 import threading
@@ -14,12 +12,14 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import FrameType
 
-from eagle3lint.engine import Engine, discover_engine
+from eagle3lint.engine import Engine
+from eagle3lint.engine_finder import discover_engine
+from eagle3lint.engines import ENGINE_NAMES, knowledge_for
 from eagle3lint.errors import UsageError
 from eagle3lint.verify import report as rep
 from eagle3lint.verify.classify import ClassifyContext, classify_crash
 from eagle3lint.verify.gpus import GpuInfo, choose_gpus, gpu_inventory, memory_used
-from eagle3lint.verify.knowledge import EngineKnowledge, load_knowledge
+from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.launch import (
     BASELINE,
     EAGLE3,
@@ -28,9 +28,8 @@ from eagle3lint.verify.launch import (
     launch,
     new_run_id,
     server_env,
-    validate_speculative_options,
 )
-from eagle3lint.verify.measure import make_client, measure, warm_up
+from eagle3lint.verify.measure import measure, warm_up
 from eagle3lint.verify.options import VerifyOptions
 from eagle3lint.verify.preflight import run_preflight
 from eagle3lint.verify.prompts import Prompt, builtin_prompts, load_prompts
@@ -54,8 +53,8 @@ def run_verify(
     progress = progress or Progress()
     _validate(options)
     engine, name = _resolve_engine(options)
-    knowledge = load_knowledge(name)
-    validate_speculative_options(name, options)
+    knowledge = knowledge_for(name)
+    knowledge.driver.validate_options(options)
     prompts = load_prompts(options.prompts_file) if options.prompts_file else builtin_prompts()
     preflight = run_preflight(options.model_path, options.draft_model_path, knowledge, engine)
     report = rep.VerifyReport(engine.to_json() if engine else None, preflight)
@@ -69,7 +68,7 @@ def run_verify(
     gpus = choose_gpus(options.tp, options.gpus, inventory, os.environ.get("CUDA_VISIBLE_DEVICES"))
     if inventory is None:
         report.notes.append("no nvidia-smi or NVML here: GPUs not chosen by free memory and their release not checked")
-    _check_launcher(options, name)
+    _check_launcher(options, knowledge, engine.pack.package if engine else name)
     log_dir = options.log_dir or Path(tempfile.mkdtemp(prefix="eagle3lint-verify-"))
     session = _Session(options, knowledge, engine, report, prompts, gpus, log_dir, progress, inventory_fn, inventory is not None)
     with _signals_as_interrupt():
@@ -102,15 +101,15 @@ def _resolve_engine(options: VerifyOptions) -> tuple[Engine | None, str]:
         engine = None
     name = engine.name if engine else options.engine
     if name is None:
-        raise UsageError("no installed sglang or vllm found: give --engine (and --engine-root for the static check)")
+        raise UsageError(f"no installed {' or '.join(ENGINE_NAMES)} found: give --engine (and --engine-root for the static check)")
     return engine, name
 
 
-def _check_launcher(options: VerifyOptions, engine: str) -> None:
+def _check_launcher(options: VerifyOptions, knowledge: EngineKnowledge, package: str) -> None:
     if options.launcher is not None or options.engine_root is not None:
         return
-    if importlib.util.find_spec(engine) is None and not (engine == "vllm" and shutil.which("vllm")):
-        raise UsageError(f"{engine} is not installed for this Python; install it, or give --engine-root or --launcher")
+    if not knowledge.driver.launcher_available(knowledge, package):
+        raise UsageError(f"{knowledge.engine} is not installed for this Python; install it, or give --engine-root or --launcher")
 
 
 @contextlib.contextmanager
@@ -234,7 +233,7 @@ class _Session:
     ) -> tuple[bool, bool]:
         """(measured, crashed) for a server that answered its health check."""
         options = self.options
-        client = make_client(self.knowledge.engine, base_url, options.model_path, options.request_timeout_s)
+        client = self.knowledge.driver.client(base_url, options.model_path, options.request_timeout_s)
         error = warm_up(client, self.prompts)
         if error is not None:
             if poll() is not None:

@@ -20,10 +20,10 @@ from typing import Any
 
 from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
+from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.findings import FileError
 from eagle3lint.sources import decode_source, read_source
 from eagle3lint.summary import dotted, is_stub_body
-from eagle3lint.vllm.pack import VllmPack, vllm_pack
 
 _STUB = "stub"
 _DEFAULT = "default"
@@ -555,7 +555,7 @@ def _allow_list_in(tree: ast.AST) -> tuple[int, tuple[str, ...]] | None:
 
 def read_allow_list(engine: Engine) -> AllowList | None:
     """The speculative config's model-type allow-list, when the tree has one."""
-    from eagle3lint.vllm.snippets import SnippetReader
+    from eagle3lint.snippets import SnippetReader
 
     vpack = vllm_pack(engine.pack)
     reader = SnippetReader()

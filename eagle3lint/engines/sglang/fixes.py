@@ -33,7 +33,6 @@ from eagle3lint.fix.planner import (
     class_path,
     forwarded_call_problem,
     member_edits,
-    register,
 )
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
@@ -57,9 +56,7 @@ def _single_class(index: ProjectIndex, ref: ClassRef, attr: str) -> ClassRef | N
     return classes.pop()
 
 
-@register
 class WrapperDelegation(FixPattern):
-    engine = "sglang"
     name = "wrapper-delegation"
     codes = ("E3L004",)
 
@@ -132,9 +129,7 @@ def _construction_names(index: ProjectIndex, ref: ClassRef, attr: str) -> list[s
     return names or None
 
 
-@register
 class LeafEmbedHead(FixPattern):
-    engine = "sglang"
     name = "leaf-embed-head"
     codes = ("E3L001",)
 
@@ -193,9 +188,7 @@ class _NotCommonShape(Exception):
     """The model does not have the shape the leaf-capture template is written for."""
 
 
-@register
 class LeafCapture(FixPattern):
-    engine = "sglang"
     name = "leaf-capture"
     codes = ("E3L001",)
 
@@ -436,3 +429,7 @@ def _reads_self_attr(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> b
 
 def _assigns_self_attr(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) -> bool:
     return _self_attrs(fn, attr, ast.Store)
+
+
+# Tried in this order for each finding.
+FIX_PATTERNS: tuple[type[FixPattern], ...] = (WrapperDelegation, LeafEmbedHead, LeafCapture)

@@ -9,6 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint.engine import Engine
+from eagle3lint.engines.vllm.dispatch import platform_variants
+from eagle3lint.engines.vllm.index import ArchitectureResolver, VllmIndex
+from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
+from eagle3lint.engines.vllm.registry import Registry, RegistryEntry, read_registry
 from eagle3lint.errors import UsageError
 from eagle3lint.index import ClassRef, Resolved, Unknown
 from eagle3lint.models import (
@@ -21,12 +25,8 @@ from eagle3lint.models import (
     classify,
     in_scope,
 )
+from eagle3lint.snippets import SnippetReader
 from eagle3lint.summary import ClassSummary
-from eagle3lint.vllm.dispatch import platform_variants
-from eagle3lint.vllm.index import ArchitectureResolver, VllmIndex
-from eagle3lint.vllm.pack import VllmPack, vllm_pack
-from eagle3lint.vllm.registry import Registry, RegistryEntry, read_registry
-from eagle3lint.vllm.snippets import SnippetReader
 
 
 @dataclass
@@ -48,7 +48,7 @@ def build_vllm_index(engine: Engine, texts: Mapping[str, str] | None = None) -> 
         | frozenset(vpack.walk_methods)
     )
     # No needles: the few other bodies the holder and collect analyses need are re-read on
-    # demand (eagle3lint.vllm.snippets), cheaper than walking every method of the files.
+    # demand (eagle3lint.snippets), cheaper than walking every method of the files.
     index = VllmIndex(engine, walk_names=walk)
     index.vpack = vpack
     index.snippets = SnippetReader(texts)

@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
+from eagle3lint.engines.vllm.holders import Holder, HolderFinder
+from eagle3lint.engines.vllm.index import VllmIndex
+from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass, classify, inner_models
-from eagle3lint.vllm.collect import CollectChecker, Verdict
-from eagle3lint.vllm.holders import Holder, HolderFinder
-from eagle3lint.vllm.index import VllmIndex
-from eagle3lint.vllm.protocol import VllmContract, VllmProtocol
 
 YES = "yes"
 NO = "no"

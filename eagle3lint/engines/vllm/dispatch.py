@@ -14,10 +14,10 @@ import ast
 import warnings
 from dataclasses import dataclass
 
+from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.sources import decode_source, read_source
 from eagle3lint.summary import dotted
-from eagle3lint.vllm.pack import VllmPack
 
 
 @dataclass(frozen=True)

@@ -17,10 +17,10 @@ import ast
 import re
 from collections.abc import Callable
 
+from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
+from eagle3lint.snippets import SnippetReader
 from eagle3lint.summary import Construction, dotted
-from eagle3lint.vllm.pack import VllmPack
-from eagle3lint.vllm.snippets import SnippetReader
 
 RUNTIME_CHOICE = "the inner model is chosen from the HF config at run time"
 

@@ -1,8 +1,8 @@
 """vLLM fix patterns: stale-name renames, declaring the protocol, the holder's mixin and collect.
 
 Every name comes from the tree in front of us: the protocol and the mixin from its interfaces
-module (``eagle3lint.vllm.protocol``), the holder from the walk the rules use
-(``eagle3lint.vllm.holders``), the loop shape from the decoder's own ``forward``.
+module (``eagle3lint.engines.vllm.protocol``), the holder from the walk the rules use
+(``eagle3lint.engines.vllm.holders``), the loop shape from the decoder's own ``forward``.
 """
 
 from __future__ import annotations
@@ -12,7 +12,12 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from eagle3lint.checks.vllm_context import NO, YES, VllmCheckContext
+from eagle3lint.engines.vllm.collect import NO as COLLECTS_NO
+from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
+from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
+from eagle3lint.engines.vllm.fix_loop import NotCommonShape, find_decoder_loop, uses_name
+from eagle3lint.engines.vllm.holders import RESOLVED
+from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.findings import Finding
 from eagle3lint.fix.bases import BaseProblem, base_edits
 from eagle3lint.fix.diff import split_lines
@@ -25,7 +30,6 @@ from eagle3lint.fix.edits import (
     RenameMethod,
 )
 from eagle3lint.fix.locate import find_class, own_method
-from eagle3lint.fix.patterns.vllm_loop import NotCommonShape, find_decoder_loop, uses_name
 from eagle3lint.fix.planner import (
     DISPLAY_ONLY,
     UNSAFE,
@@ -33,16 +37,11 @@ from eagle3lint.fix.planner import (
     FixPattern,
     PlannedFix,
     class_path,
-    register,
 )
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.index import ClassRef
 from eagle3lint.summary import ModuleSummary
-from eagle3lint.vllm.collect import NO as COLLECTS_NO
-from eagle3lint.vllm.collect import YES as COLLECTS_YES
-from eagle3lint.vllm.holders import RESOLVED
-from eagle3lint.vllm.protocol import VllmContract
 
 
 def _context(env: FixEnv) -> VllmCheckContext | None:
@@ -113,9 +112,7 @@ def _declare_base(env: FixEnv, ref: ClassRef, base: ClassRef) -> list[Edit]:
     return base_edits(env.index, view.summary, view.leading(), view.class_def(env, ref), ref, base)
 
 
-@register
 class StaleRename(FixPattern):
-    engine = "vllm"
     name = "stale-rename"
     codes = ("E3L014",)
 
@@ -213,9 +210,7 @@ def _defines(stmt: ast.stmt, name: str) -> bool:
     return any(isinstance(t, ast.Name) and t.id == name for t in targets)
 
 
-@register
 class DeclareProtocol(FixPattern):
-    engine = "vllm"
     name = "declare-protocol"
     codes = ("E3L013", "E3L012")
 
@@ -237,9 +232,7 @@ class DeclareProtocol(FixPattern):
         return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), note)
 
 
-@register
 class HolderCollect(FixPattern):
-    engine = "vllm"
     name = "holder-collect"
     codes = ("E3L010", "E3L011")
 
@@ -331,3 +324,7 @@ class HolderCollect(FixPattern):
             InsertStatements(*path, "forward", shape.final_return.lineno, "Return", BEFORE, render("collect_return")),
         ]
         return edits
+
+
+# Tried in this order for each finding.
+FIX_PATTERNS: tuple[type[FixPattern], ...] = (StaleRename, DeclareProtocol, HolderCollect)

@@ -5,8 +5,8 @@ The *holder* is the module that records the aux layer ids and must return
 it: through the model's own override of the setter (``self.model.aux_hidden_state_layers = ...``,
 ``self.language_model.set_aux_hidden_state_layers(...)``), or through the protocol's default body,
 whose walk (``get_language_model()`` / ``language_model``, then ``.model``) is read from the
-tree by :mod:`eagle3lint.vllm.protocol`. Attribute classes come from the last assignment in
-``__init__`` along the MRO, registry factories included (:class:`~eagle3lint.vllm.index.VllmIndex`).
+tree by :mod:`eagle3lint.engines.vllm.protocol`. Attribute classes come from the last assignment in
+``__init__`` along the MRO, registry factories included (:class:`~eagle3lint.engines.vllm.index.VllmIndex`).
 Whatever cannot be followed is ``unknown``, with the reason: never an error.
 """
 
@@ -15,11 +15,11 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from eagle3lint.engines.vllm.index import RUNTIME_CHOICE, VllmIndex
+from eagle3lint.engines.vllm.protocol import HolderWalk, VllmProtocol
 from eagle3lint.index import ClassRef, MemberLookup, Resolved, Unknown
 from eagle3lint.models import TARGET, classify, inner_models
 from eagle3lint.summary import FunctionSummary
-from eagle3lint.vllm.index import RUNTIME_CHOICE, VllmIndex
-from eagle3lint.vllm.protocol import HolderWalk, VllmProtocol
 
 RESOLVED = "resolved"
 UNKNOWN = "unknown"

@@ -1,0 +1,9 @@
+"""The rules every engine is checked with (codes are stable; see ``eagle3lint rules``)."""
+
+from __future__ import annotations
+
+from eagle3lint.checks.base import Rule
+from eagle3lint.checks.hygiene import HYGIENE_RULES
+from eagle3lint.checks.presence import PRESENCE_RULES
+
+CORE_RULES: tuple[type[Rule], ...] = (*PRESENCE_RULES, *HYGIENE_RULES)

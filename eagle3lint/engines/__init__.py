@@ -1,0 +1,105 @@
+"""The engines eagle3lint knows: the registry the code that drives a run asks, and nothing else.
+
+Each engine is a package ``eagle3lint/engines/<name>/`` whose adapter (an
+:class:`~eagle3lint.adapter.EngineAdapter`) hands the core its models, rules, fix patterns, extra
+contract facts and ``verify`` launcher. Adapters load when first asked for, so a run pays only for
+the engines it looks at. The core's lower half (index, contract, rule base, fix machinery) never
+imports this module; the upper half (runner, CLI, reports, fix and verify sessions) imports only
+this module, never an engine package (a test keeps it so).
+
+Adding an engine: see ``docs/architecture.md``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache
+from typing import TYPE_CHECKING
+
+from eagle3lint.adapter import EngineAdapter
+from eagle3lint.errors import UsageError
+
+if TYPE_CHECKING:
+    from eagle3lint.checks.base import Rule, RuleRegistry
+    from eagle3lint.verify.knowledge import EngineKnowledge
+
+ENGINE_NAMES: tuple[str, ...] = ("sglang", "vllm")
+
+
+def _sglang() -> EngineAdapter:
+    from eagle3lint.engines.sglang.adapter import SglangAdapter
+
+    return SglangAdapter()
+
+
+def _vllm() -> EngineAdapter:
+    from eagle3lint.engines.vllm.adapter import VllmAdapter
+
+    return VllmAdapter()
+
+
+_LOADERS: dict[str, Callable[[], EngineAdapter]] = {"sglang": _sglang, "vllm": _vllm}
+
+
+@cache
+def adapter_for(name: str) -> EngineAdapter:
+    loader = _LOADERS.get(name)
+    if loader is None:
+        raise UsageError(f"unknown engine {name!r}; expected one of: {', '.join(ENGINE_NAMES)}")
+    return loader()
+
+
+def adapters() -> list[EngineAdapter]:
+    return [adapter_for(name) for name in ENGINE_NAMES]
+
+
+def rules_for(engine: str | None = None) -> list[type[Rule]]:
+    """The rules that run on ``engine``: the core's (less those the engine replaces) and its own;
+    with no engine, every rule of every engine."""
+    from eagle3lint.checks.core import CORE_RULES
+
+    chosen = adapters() if engine is None else [adapter_for(engine)]
+    replaced = set().union(*(a.replaces_core_rules for a in chosen)) if engine is not None else set()
+    rules = [r for r in CORE_RULES if r.code not in replaced]
+    for adapter in chosen:
+        rules.extend(adapter.rules())
+    return rules
+
+
+@cache
+def rule_registry() -> RuleRegistry:
+    """Every rule of every engine, for ``rules``, ``explain`` and the SARIF rule table."""
+    from eagle3lint.checks.base import RuleRegistry
+
+    return RuleRegistry(rules=tuple(rules_for(None)))
+
+
+def known_rule_codes() -> dict[str, str]:
+    """Every rule code and name, without importing a rule."""
+    from eagle3lint.rule_codes import CORE_RULE_CODES
+
+    codes = dict(CORE_RULE_CODES)
+    for adapter in adapters():
+        codes.update(adapter.rule_codes)
+    return dict(sorted(codes.items()))
+
+
+def is_known_code(code: str) -> bool:
+    """``code`` names a rule, or is a prefix of some rule's code (``E3L0``), or ``ALL``."""
+    from eagle3lint.rule_codes import code_matches
+
+    return code_matches(code, known_rule_codes())
+
+
+@cache
+def knowledge_for(name: str) -> EngineKnowledge:
+    """What ``verify`` knows of the engine: its server driver and knowledge file, the role of each
+    interface member (its rule pack) and the rules a crash may map to."""
+    from eagle3lint.verify.knowledge import load_knowledge
+
+    adapter = adapter_for(name)
+    roles = {member: spec.role for member, spec in adapter.pack().members.items()}
+    return load_knowledge(name, adapter.server(), roles, tuple(rules_for(name)))
+
+
+__all__ = ["ENGINE_NAMES", "EngineAdapter", "adapter_for", "adapters", "is_known_code", "knowledge_for", "known_rule_codes", "rule_registry", "rules_for"]

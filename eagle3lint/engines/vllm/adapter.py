@@ -1,0 +1,108 @@
+"""vLLM's adapter: the hooks the core calls for a vLLM tree.
+
+vLLM states half of its contract as a protocol (``SupportsEagle3`` in ``interfaces.py``, read by
+``protocol``), finds its models in an architecture registry (``registry``, ``dispatch``,
+``discovery``), builds inner models through registry factories (``index``), and has rules of its
+own about what the protocol's default setter reaches (``holders``, ``collect``, ``rules``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eagle3lint.adapter import ContractExtension, EngineAdapter, ModelsInContext
+
+if TYPE_CHECKING:
+    from eagle3lint.checks.base import Rule
+    from eagle3lint.contract import CheckCall, Contract
+    from eagle3lint.engine import Engine
+    from eagle3lint.engines.vllm.protocol import VllmProtocol
+    from eagle3lint.findings import FileError
+    from eagle3lint.fix.planner import FixPattern
+    from eagle3lint.index import ProjectIndex
+    from eagle3lint.verify.driver import ServerDriver
+
+
+class VllmContractExtension(ContractExtension):
+    """The protocol read from ``interfaces.py``: ``supports_eagle3(model)`` vouches for every
+    protocol member, and ``Contract.extra["vllm"]`` keeps the protocol, the check function's call
+    sites and the old model-type allow-list."""
+
+    def __init__(self, engine: Engine) -> None:
+        from eagle3lint.engines.vllm.protocol import read_protocol
+
+        self.engine = engine
+        protocol, error = read_protocol(engine)
+        self.protocol: VllmProtocol | None = protocol
+        self._errors = [error] if error is not None else []
+
+    def check_functions(self) -> dict[str, frozenset[str]]:
+        proto = self.protocol
+        if proto is None or not proto.check_function:
+            return {}
+        return {proto.check_function: frozenset(m.name for m in proto.members)}
+
+    def errors(self) -> list[FileError]:
+        return list(self._errors)
+
+    def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
+        from eagle3lint.engines.vllm.protocol import VllmContract, read_allow_list
+
+        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, read_allow_list(self.engine))}
+
+
+class VllmAdapter(EngineAdapter):
+    name = "vllm"
+    rule_codes = {
+        "E3L010": "holder-lacks-mixin",
+        "E3L011": "forward-never-collects",
+        "E3L012": "protocol-not-declared",
+        "E3L013": "undeclared-eagle3-support",
+        "E3L015": "platform-variants-disagree",
+        "E3L016": "holder-not-provable",
+    }
+    # E3L016 says what presence-not-provable would, from the holder analysis.
+    replaces_core_rules = frozenset({"E3L006"})
+
+    def contract_extension(self, engine: Engine) -> ContractExtension:
+        return VllmContractExtension(engine)
+
+    def build_index(self, engine: Engine, texts: Mapping[str, str] | None = None) -> ProjectIndex:
+        from eagle3lint.engines.vllm.discovery import build_vllm_index
+
+        return build_vllm_index(engine, texts)
+
+    def load_models(self, index: ProjectIndex, scope: list[Path], extra_files: list[Path]) -> object:
+        from eagle3lint.engines.vllm.discovery import discover_vllm_models
+        from eagle3lint.engines.vllm.index import VllmIndex
+
+        assert isinstance(index, VllmIndex)
+        index.load_files(extra_files)
+        # The registry's modules in scope load as one batch, on every core.
+        return discover_vllm_models(index, scope)
+
+    def check_context(self, index: ProjectIndex, contract: Contract, scope: list[Path], loaded: object) -> ModelsInContext:
+        from eagle3lint.engines.vllm.discovery import Discovery
+        from eagle3lint.engines.vllm.index import VllmIndex
+        from eagle3lint.engines.vllm.pipeline import vllm_context
+
+        assert isinstance(index, VllmIndex) and isinstance(loaded, Discovery)
+        models, unresolved, context = vllm_context(index, contract, scope, loaded)
+        return ModelsInContext(models, unresolved, context)
+
+    def rules(self) -> tuple[type[Rule], ...]:
+        from eagle3lint.engines.vllm.rules import VLLM_RULES
+
+        return VLLM_RULES
+
+    def fix_patterns(self) -> tuple[type[FixPattern], ...]:
+        from eagle3lint.engines.vllm.fixes import FIX_PATTERNS
+
+        return FIX_PATTERNS
+
+    def server(self) -> ServerDriver:
+        from eagle3lint.engines.vllm.server import VllmServer
+
+        return VllmServer()

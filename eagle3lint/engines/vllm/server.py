@@ -1,0 +1,159 @@
+"""``vllm serve`` for ``verify``: its command line, its OpenAI API and ``/metrics`` counters, and the
+pre-flight item only vLLM has (the old speculative config's model-type allow-list).
+
+vLLM reports acceptance as counters: ``1 + Δ num_accepted_tokens / Δ num_drafts`` over a batch.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.contract import Contract
+from eagle3lint.engine import Engine
+from eagle3lint.errors import UsageError
+from eagle3lint.verify.configs import CRASH, NOTE, OK, PROBLEM, ModelConfig, PreflightResult
+from eagle3lint.verify.driver import ServerDriver
+from eagle3lint.verify.httpclient import request
+from eagle3lint.verify.knowledge import EngineKnowledge
+from eagle3lint.verify.measure import Client, RequestResult
+from eagle3lint.verify.options import VerifyOptions
+from eagle3lint.verify.prompts import Prompt
+
+DEFAULT_SPEC_TOKENS = 3
+_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+_DRAFTS = "vllm:spec_decode_num_drafts_total"
+
+
+class VllmServer(ServerDriver):
+    knowledge_file = Path(__file__).resolve().parent / "verify.toml"
+
+    def validate_options(self, options: VerifyOptions) -> None:
+        if options.eagle_topk is not None or options.num_draft_tokens is not None:
+            raise UsageError("--eagle-topk and --num-draft-tokens are SGLang options; for vLLM give --num-steps")
+        super().validate_options(options)
+
+    def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
+        script = shutil.which(knowledge.launch_script) if knowledge.launch_script else None
+        return [script, "serve"] if script else [sys.executable, "-m", knowledge.launch_module, "serve"]
+
+    def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
+        args = [options.model_path, "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
+        if speculative:
+            config = {
+                "method": "eagle3",
+                "model": options.draft_model_path,
+                "num_speculative_tokens": options.num_steps or DEFAULT_SPEC_TOKENS,
+            }
+            args += ["--speculative-config", json.dumps(config)]
+        return args
+
+    def client(self, base_url: str, model_path: str, timeout_s: float) -> Client:
+        return VLLMClient(base_url, timeout_s)
+
+    def preflight(self, result: PreflightResult, engine: Engine, contract: Contract, target: ModelConfig) -> None:
+        _check_model_type(result, engine, contract.extra.get("vllm"), target)
+
+
+class VLLMClient:
+    def __init__(self, base_url: str, timeout_s: float) -> None:
+        self.base_url = base_url
+        self.timeout_s = timeout_s
+        self.prompt_format = "server-chat"
+        self._model: str | None = None
+        self._lock = threading.Lock()
+
+    def model(self) -> str:
+        with self._lock:
+            if self._model is None:
+                listed = request(self.base_url + "/v1/models", timeout=self.timeout_s).json()
+                data = listed.get("data") if isinstance(listed, dict) else None
+                self._model = str(data[0]["id"]) if isinstance(data, list) and data and "id" in data[0] else ""
+            return self._model
+
+    def send(self, prompt: Prompt, max_tokens: int) -> RequestResult:
+        common = {"model": self.model(), "temperature": 0, "max_tokens": max_tokens}
+        if self.prompt_format == "server-chat":
+            answer = request(self.base_url + "/v1/chat/completions", {**common, "messages": list(prompt.messages)}, timeout=self.timeout_s)
+            if answer.status == 400:  # a base model without a chat template
+                self.prompt_format = "plain"
+            else:
+                return self._result(answer.status, answer.json(), answer.error or answer.text[:200])
+        answer = request(self.base_url + "/v1/completions", {**common, "prompt": prompt.plain}, timeout=self.timeout_s)
+        return self._result(answer.status, answer.json(), answer.error or answer.text[:200])
+
+    @staticmethod
+    def _result(status: int, body: Any, error: str) -> RequestResult:
+        if status != 200 or not isinstance(body, dict):
+            return RequestResult(error=f"HTTP {status}: {error}".strip())
+        usage = body.get("usage") or {}
+        return RequestResult(int(usage.get("completion_tokens") or 0))
+
+    def counters(self) -> tuple[float, float] | None:
+        answer = request(self.base_url + "/metrics", timeout=self.timeout_s)
+        if answer.status != 200:
+            return None
+        return parse_spec_counters(answer.text)
+
+
+def parse_spec_counters(text: str) -> tuple[float, float] | None:
+    """(accepted tokens, drafts) summed over every label set; None when the server has neither."""
+    totals = {_ACCEPTED: 0.0, _DRAFTS: 0.0}
+    seen: set[str] = set()
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        name = line.split("{", 1)[0].split(" ", 1)[0]
+        if name in totals:
+            try:
+                totals[name] += float(line.rsplit(" ", 1)[1])
+            except (IndexError, ValueError):
+                continue
+            seen.add(name)
+    if seen != set(totals):
+        return None
+    return totals[_ACCEPTED], totals[_DRAFTS]
+
+
+# Where transformers' ``get_text_config()`` looks for a nested text config.
+_HF_TEXT_CONFIG_KEYS = ("text_config", "decoder", "generator")
+
+
+def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: Any, target: ModelConfig) -> None:
+    """Older vLLM speculative configs refuse EAGLE-3 unless the target's text ``model_type``
+    contains a word of an allow-list (gone in 0.22.0): the one fact that needs the checkpoint."""
+    allow = getattr(vllm_contract, "allow_list", None)
+    if allow is None:
+        return
+    words = ", ".join(allow.model_types)
+    rule = f"{engine.name} {engine.version} runs EAGLE-3 only for model types containing {words}"
+    where = {"path": str(engine.source_root / allow.path), "line": allow.line}
+    # vLLM reads ``hf_text_config``: transformers' get_text_config(), the nested text config
+    # where there is one (sizes or not), else the config itself.
+    nested_key = next((k for k in _HF_TEXT_CONFIG_KEYS if isinstance(target.raw.get(k), dict)), None)
+    if nested_key is not None:
+        model_type, source = target.raw[nested_key].get("model_type"), f"{nested_key}.model_type"
+    else:
+        model_type, source = target.raw.get("model_type"), "model_type"
+    if not isinstance(model_type, str):
+        result.add(
+            "model-type",
+            NOTE,
+            f"{rule}; the target's config.json has no {source} (its config class decides it): not judged",
+            **where,
+        )
+    elif any(word in model_type for word in allow.model_types):
+        result.add("model-type", OK, f"{rule}: the target's {source} {model_type!r} qualifies", **where)
+    else:
+        result.add(
+            "model-type",
+            PROBLEM,
+            f"{rule}: the target's {source} is {model_type!r}, so the speculative config refuses it at start-up "
+            f"whatever the model class implements (newer vLLM releases dropped the list)",
+            CRASH,
+            **where,
+        )

@@ -1,0 +1,56 @@
+"""What ``verify`` needs from an engine: its server's command line, its HTTP client, its log and
+crash knowledge, and the pre-flight items only it can judge. Each engine's adapter returns one
+(``EngineAdapter.server()``); the rest of ``verify`` is the same for every engine."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from eagle3lint.errors import UsageError
+
+if TYPE_CHECKING:
+    from eagle3lint.contract import Contract
+    from eagle3lint.engine import Engine
+    from eagle3lint.verify.configs import ModelConfig, PreflightResult
+    from eagle3lint.verify.knowledge import EngineKnowledge
+    from eagle3lint.verify.measure import Client
+    from eagle3lint.verify.options import VerifyOptions
+
+
+class ServerDriver:
+    """Subclasses set :attr:`knowledge_file` and implement :meth:`arguments` and :meth:`client`."""
+
+    # The engine's verify knowledge (log lines, endpoints, crash patterns, aux-layer convention).
+    knowledge_file: Path
+
+    def validate_options(self, options: VerifyOptions) -> None:
+        """Refuse speculative options this engine has no use for (a usage error, exit 2)."""
+        for name, value in (("--num-steps", options.num_steps), ("--eagle-topk", options.eagle_topk), ("--num-draft-tokens", options.num_draft_tokens)):
+            if value is not None and value < 1:
+                raise UsageError(f"{name} {value}: must be at least 1")
+
+    def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
+        """The command the engine's arguments follow, when ``--launcher`` does not say."""
+        return [sys.executable, "-m", knowledge.launch_module]
+
+    def launcher_available(self, knowledge: EngineKnowledge, package: str) -> bool:
+        """Whether the default launcher can start here (the engine is installed for this Python)."""
+        import importlib.util
+
+        found = importlib.util.find_spec(package) is not None
+        return found or bool(knowledge.launch_script and shutil.which(knowledge.launch_script))
+
+    def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
+        """The server's arguments: the target, parallelism, address, and (``speculative``) the
+        EAGLE-3 drafter; ``--engine-args`` come last."""
+        raise NotImplementedError
+
+    def client(self, base_url: str, model_path: str, timeout_s: float) -> Client:
+        raise NotImplementedError
+
+    def preflight(self, result: PreflightResult, engine: Engine, contract: Contract, target: ModelConfig) -> None:
+        """Pre-flight items only this engine can judge (what it refuses before any model class
+        matters); the default adds none."""
