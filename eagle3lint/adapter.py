@@ -127,6 +127,11 @@ class EngineAdapter:
         """The engine's fix patterns, tried in order for each finding."""
         return ()
 
+    def implementation_refusals(self, ctx: CheckContext, models: list[ModelClass]) -> dict[int, str]:
+        """For models with no EAGLE-3 code: why no fix can implement EAGLE-3 in each (by
+        ``id(model)``), from summaries and text alone; a model left out may get an unsafe one."""
+        return {id(model): "no fix implements EAGLE-3 for this engine" for model in models}
+
     # ---- verify ----------------------------------------------------------------------------
     def server(self) -> ServerDriver:
         """How ``verify`` starts, talks to and reads this engine's server."""

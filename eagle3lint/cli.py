@@ -128,7 +128,8 @@ def config_option(func: F) -> F:
 @click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), help="Report only findings not recorded in this baseline file.")
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), help="Record today's findings in this file and exit 0.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
-@click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="Exit 1 for findings at or above this severity (default: warning, or fail-on in the settings).")
+@click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification and verdict.")
 def check(
     paths: tuple[Path, ...],
     engine: str | None,
@@ -142,6 +143,7 @@ def check(
     baseline_file: Path | None,
     write_baseline_file: Path | None,
     no_cache: bool,
+    fail_on: str | None,
     verbose: bool,
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
@@ -205,7 +207,9 @@ def check(
     writer_for(chosen_format)(result, sys.stdout, verbose)
     if result.errors:
         sys.exit(EXIT_ERROR)
-    sys.exit(EXIT_FINDINGS if result.findings else EXIT_CLEAN)
+    from eagle3lint.runner import fails
+
+    sys.exit(EXIT_FINDINGS if fails(result.findings, fail_on or settings.fail_on) else EXIT_CLEAN)
 
 
 def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
@@ -262,6 +266,41 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
         write_contract_text(result, sys.stdout)
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
+
+
+@cli.command()
+@click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
+@engine_options
+@config_option
+@click.option("--format", "output_format", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+def models(
+    paths: tuple[Path, ...],
+    engine: str | None,
+    engine_root: Path | None,
+    release: str | None,
+    config_file: Path | None,
+    output_format: str,
+    no_cache: bool,
+) -> None:
+    """The EAGLE-3 support matrix: every model class with its verdict, reason, codes and fix."""
+    from eagle3lint.config import load_settings
+    from eagle3lint.fix.session import attach_fixes
+    from eagle3lint.report import matrix
+    from eagle3lint.runner import run_check
+
+    settings = load_settings(config_file)
+    extra = [p for o in settings.engines.values() for p in o.extra_models]
+    found, scope = resolve_engine(
+        paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
+    )
+    result = run_check(found, scope, settings=settings, use_cache=not no_cache, need_index=True)
+    attach_fixes(result, scope)  # each model's fix applicability comes from its findings' fixes
+    for error in result.errors:
+        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    writer = {"table": matrix.write_table, "json": matrix.write_json, "markdown": matrix.write_markdown}[output_format]
+    writer(result, sys.stdout)
     sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
 
 

@@ -24,6 +24,8 @@ from eagle3lint.errors import UsageError
 
 OUTPUT_FORMATS_KEY = "output-format"
 DEFAULT_OUTPUT_FORMAT = "concise"
+SEVERITIES = ("error", "warning", "info")
+DEFAULT_FAIL_ON = "warning"
 CACHE_DIR_NAME = ".eagle3lint_cache"
 
 
@@ -60,6 +62,10 @@ class Settings:
     output_format: str | None = None
     baseline: Path | None = None
     cache_dir: Path | None = None
+    # ``check`` (and ``fix``) exit 1 for findings at or above this severity.
+    fail_on: str = DEFAULT_FAIL_ON
+    # Severity per rule code (or code prefix), overriding the rule's: ``E3L020 = "error"``.
+    severity: dict[str, str] = field(default_factory=dict)
     engines: dict[str, EngineOverrides] = field(default_factory=dict)
     # The keys the file sets (``engine``, ``sglang.extra-models``, ...); the rest are defaults.
     from_file: frozenset[str] = frozenset()
@@ -98,6 +104,8 @@ class Settings:
             "output-format": self.output_format,
             "baseline": str(self.baseline) if self.baseline else None,
             "cache-dir": str(self.cache_dir) if self.cache_dir else None,
+            "fail-on": self.fail_on,
+            "severity": self.severity,
             **{
                 name: {
                     "extra-members": [m.__dict__ for m in o.extra_members],
@@ -119,6 +127,8 @@ _TOP_KEYS: dict[str, type] = {
     OUTPUT_FORMATS_KEY: str,
     "baseline": str,
     "cache-dir": str,
+    "fail-on": str,
+    "severity": dict,
     # One table per engine: [tool.eagle3lint.sglang], [tool.eagle3lint.vllm].
     **{name: dict for name in ENGINE_NAMES},
 }
@@ -178,6 +188,12 @@ def _codes(path: Path, where: str, key: str, values: list[Any], known: set[str])
     return out
 
 
+def _severity(path: Path, where: str, key: str, value: Any) -> str:
+    if not isinstance(value, str) or value not in SEVERITIES:
+        raise ConfigError(f"{path}: {where}: '{key}' must be one of {', '.join(SEVERITIES)}, not {value!r}")
+    return value
+
+
 def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
     """Settings from ``config`` (``--config``), else the nearest pyproject.toml, else defaults."""
     from eagle3lint.engines import known_rule_codes
@@ -229,6 +245,11 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
         settings.baseline = base / table["baseline"]
     if "cache-dir" in table:
         settings.cache_dir = base / table["cache-dir"]
+    if "fail-on" in table:
+        settings.fail_on = _severity(path, where, "fail-on", table["fail-on"])
+    for code, level in table.get("severity", {}).items():
+        code = _codes(path, where, f"severity.{code}", [code], known)[0]
+        settings.severity[code] = _severity(path, where, f"severity.{code}", level)
     for engine in ENGINE_NAMES:
         if engine in table:
             settings.engines[engine] = _engine_overrides(path, f"[tool.eagle3lint.{engine}]", table[engine], base)

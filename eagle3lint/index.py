@@ -17,7 +17,7 @@ from pathlib import Path
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.sources import ParseRequest, module_name, parse_module, real_path
-from eagle3lint.summary import ClassSummary, FunctionSummary, ModuleSummary
+from eagle3lint.summary import ClassSummary, FunctionSummary, ModuleSummary, final_constructions
 
 
 @dataclass(frozen=True)
@@ -315,8 +315,10 @@ class ProjectIndex:
         return MemberLookup("missing")
 
     def attribute_classes(self, ref: ClassRef, attr: str, _depth: int = 0) -> list[Resolved]:
-        """What ``self.<attr>`` holds in instances of ``ref``: the last ``__init__`` assignment
-        along the MRO (subclasses rebuild ``self.model``), or a property returning another attr."""
+        """What ``self.<attr>`` holds in instances of ``ref``: the ``__init__`` assignments that
+        stand when it returns (the last one, or one per branch where a backbone is chosen by
+        config), in the nearest class along the MRO that assigns it (subclasses rebuild
+        ``self.model``); or what a property returning another attribute holds."""
         if _depth > 8:
             return [Unknown("attribute chain too deep")]
         for current in self.mro(ref).classes:
@@ -330,11 +332,8 @@ class ProjectIndex:
                 return [Unknown(f"property {attr} returns a computed value")]
             entry = cls.instance_attrs.get(attr)
             if entry is not None and entry.constructions:
-                last_line = max(c.lineno for c in entry.constructions)
                 out: list[Resolved] = []
-                for construction in entry.constructions:
-                    if construction.lineno != last_line:
-                        continue
+                for construction in final_constructions(entry.constructions):
                     if construction.callee.startswith("self."):
                         inner = construction.callee[len("self.") :]
                         if "." not in inner:

@@ -31,6 +31,9 @@ class ModelClass:
     entry: str  # the name as listed in the registry/EntryClass
     variant: str | None = None  # platform variant (vLLM)
     architectures: list[str] = field(default_factory=list)
+    # The verdict of a checked model (``eagle3lint.verdicts``): supported, broken, ...
+    status: str = ""
+    status_reason: str = ""
 
     @property
     def role(self) -> str | None:
@@ -50,6 +53,8 @@ class ModelClass:
             "reason": self.reason,
             "variant": self.variant,
             "architectures": self.architectures,
+            "status": self.status or None,
+            "status_reason": self.status_reason or None,
         }
 
 
@@ -74,10 +79,15 @@ def _has_lm_head(index: ProjectIndex, ref: ClassRef) -> str | None:
 
 def inner_models(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, ClassRef]]:
     """Attributes holding another engine model class (``self.language_model = X(...)``),
-    preferred names first."""
+    preferred names first; the first class each may hold (see :func:`inner_model_choices`)."""
+    return [(attr, classes[0]) for attr, classes in inner_model_choices(index, ref)]
+
+
+def inner_model_choices(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, list[ClassRef]]]:
+    """Each attribute holding another engine model class, with every class it may hold: more
+    than one where ``__init__`` picks the backbone by config (``if use_mla: ... else: ...``)."""
     preferred = index.engine.pack.inner_model_attributes
     pattern = index.engine.pack.inner_model_class_pattern
-    seen: dict[str, ClassRef] = {}
     attrs: list[str] = []
     for current in index.mro(ref).classes:
         cls = index.class_summary(current)
@@ -96,11 +106,12 @@ def inner_models(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, ClassRef
             if fn.is_property and fn.returns_self_attr and name not in attrs:
                 attrs.append(name)
     ordered = sorted(attrs, key=lambda a: (preferred.index(a) if a in preferred else len(preferred), attrs.index(a)))
+    out: list[tuple[str, list[ClassRef]]] = []
     for attr in ordered:
-        for held in index.attribute_classes(ref, attr):
-            if isinstance(held, ClassRef) and held != ref and attr not in seen:
-                seen[attr] = held
-    return list(seen.items())
+        held = [h for h in index.attribute_classes(ref, attr) if isinstance(h, ClassRef) and h != ref]
+        if held:
+            out.append((attr, list(dict.fromkeys(held))))
+    return out
 
 
 _MODEL_CLASS_NAME = re.compile(r"(Model|LM|ForCausalLM|ForConditionalGeneration|Head)$")

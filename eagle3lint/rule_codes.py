@@ -18,6 +18,7 @@ CORE_RULE_CODES: dict[str, str] = {
     "E3L005": "signature-mismatch",
     "E3L006": "presence-not-provable",
     "E3L014": "stale-interface-override",
+    "E3L020": "eagle3-not-implemented",
     "E3L900": "unused-suppression",
 }
 

@@ -72,6 +72,11 @@ class RulePack:
     inner_model_class_pattern: re.Pattern[str]
     # Method bodies walked in full besides the members (data-flow rules need ``forward``).
     walk_methods: tuple[str, ...] = ()
+    # [verdict]: what counts as EAGLE-3 code in a class, its MRO or its inner models (members
+    # only EAGLE-3 uses; attributes of the hidden-state capture). A target without any of it does
+    # not implement EAGLE-3 (one information finding), one with some and an error is broken.
+    eagle3_members: tuple[str, ...] = ()
+    capture_attributes: tuple[str, ...] = ()
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     digest: str = ""
 
@@ -104,6 +109,13 @@ def _require(pack_path: Path, data: dict[str, Any], key: str, kind: type) -> Any
     return value
 
 
+def _strings(pack_path: Path, table: dict[str, Any], key: str) -> tuple[str, ...]:
+    value = table.get(key.rsplit(".", 1)[-1], [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise UsageError(f"{pack_path}: '{key}' must be a list of strings")
+    return tuple(value)
+
+
 def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
     members: dict[str, MemberSpec] = {}
     for entry in _require(pack_path, data, "member", list):
@@ -131,6 +143,9 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         for o in classify.get("other", [])
     )
     roles = data.get("roles", {})
+    verdict = data.get("verdict", {})
+    if not isinstance(verdict, dict):
+        raise UsageError(f"{pack_path}: [verdict] must be a table")
     return RulePack(
         engine=_require(pack_path, data, "engine", str),
         package=_require(pack_path, data, "package", str),
@@ -153,6 +168,8 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         target_name_pattern=_compile(pack_path, "classify.target_name", classify.get("target_name", "(?!)")),
         inner_model_class_pattern=_compile(pack_path, "inner_model_class", data.get("inner_model_class", ".")),
         walk_methods=tuple(data.get("walk_methods", [])),
+        eagle3_members=_strings(pack_path, verdict, "verdict.eagle3_members"),
+        capture_attributes=_strings(pack_path, verdict, "verdict.capture_attributes"),
         raw=data,
         digest=digest,
     )

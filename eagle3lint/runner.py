@@ -245,6 +245,7 @@ def _evaluate(
     from eagle3lint.findings import Finding
     from eagle3lint.models import in_scope
     from eagle3lint.suppressions import apply_suppressions
+    from eagle3lint.verdicts import decide
 
     index, contract = ctx.index, ctx.contract
     rules = select_rules(
@@ -253,10 +254,24 @@ def _evaluate(
         [*settings.extend_select, *(extend_select or [])],
         engine.name,
     )
+    # Every analysis rule runs, selected or not: a model's verdict comes from every finding on it
+    # (selected, suppressed or not: silencing an error does not make a model work). The
+    # selection then decides what is reported; a model with no EAGLE-3 code keeps no member
+    # findings (E3L020 stands for them).
+    analysis = [r for r in select_rules(select=["ALL"], engine=engine.name) if not r.after_suppressions]
     findings: list[Finding] = []
-    for rule in rules:
-        if not rule.after_suppressions:
+    for rule in analysis:
+        if not rule.after_verdicts:
             findings.extend(rule().check(ctx))
+    findings, ctx.verdicts = decide(ctx, findings, analysis)
+    for rule in analysis:
+        if rule.after_verdicts:
+            findings.extend(rule().check(ctx))
+    chosen = {rule.code for rule in rules}
+    findings = [f for f in findings if f.code in chosen]
+    # The project's severities (``[tool.eagle3lint.severity]``): what a finding costs it, after
+    # the verdicts, which say what the analysis found.
+    _override_severities(findings, settings.severity)
     generated = findings
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
     findings = _per_file_ignores(findings, settings)
@@ -287,6 +302,26 @@ def _evaluate(
         engine, contract, findings, errors, models, unresolved, ctx.notes, index,
         suppressed=len(outcome.suppressed), baselined=baselined, scope=scope,
     )
+
+
+def _override_severities(findings: list[Finding], overrides: dict[str, str]) -> None:
+    """The longest configured code or prefix matching each finding's code decides."""
+    if not overrides:
+        return
+    ordered = sorted(overrides.items(), key=lambda item: -len(item[0]))
+    for finding in findings:
+        for code, level in ordered:
+            if code == "ALL" or finding.code.startswith(code):
+                finding.severity = level
+                break
+
+
+def fails(findings: list[Finding], threshold: str) -> bool:
+    """Whether any finding is at or above ``threshold`` (error > warning > info)."""
+    from eagle3lint.findings import SEVERITY_ORDER
+
+    limit = SEVERITY_ORDER[threshold]
+    return any(SEVERITY_ORDER.get(f.severity, 0) <= limit for f in findings)
 
 
 def _settle_replacements(generated: list[Finding], kept: list[Finding]) -> list[Finding]:
@@ -349,4 +384,4 @@ def _is_engine_file(path: str, engine: Engine) -> bool:
     return True
 
 
-__all__ = ["CheckResult", "build_index", "run_check", "select_rules"]
+__all__ = ["CheckResult", "build_index", "fails", "run_check", "select_rules"]

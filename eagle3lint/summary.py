@@ -87,6 +87,11 @@ class FunctionSummary:
         return "staticmethod" in self.decorators
 
 
+Branch = tuple[tuple[int, int], ...]
+# ``self.<attr> = <value>`` as a summary finds it: attribute, line, value, enclosing branches.
+SelfAssign = tuple[str, int, "ast.AST | None", Branch]
+
+
 @dataclass
 class Construction:
     """The right-hand side of ``self.<attr> = <value>`` when it names something callable."""
@@ -95,6 +100,11 @@ class Construction:
     lineno: int
     # Literal keyword/positional string arguments (``architectures=["X"]``), for registries.
     literal_args: dict[str, list[str]] = field(default_factory=dict)
+    # Where in ``__init__`` it runs: (line of the enclosing if/for/while/try, branch number) for
+    # each enclosing block, outermost first; () at the top of the body. Two constructions in
+    # different branches of one ``if`` are alternatives; a later one at the same or an outer
+    # level replaces an earlier one (see :func:`final_constructions`).
+    branch: Branch = ()
 
 
 @dataclass
@@ -227,14 +237,14 @@ def _string_list(node: ast.AST) -> list[str] | None:
     return None
 
 
-def _construction(value: ast.AST, lineno: int) -> list[Construction]:
+def _construction(value: ast.AST, lineno: int, branch: Branch = ()) -> list[Construction]:
     """Classes a right-hand side may construct: calls, conditional expressions, ``a or b``."""
     if isinstance(value, ast.IfExp):
-        return _construction(value.body, lineno) + _construction(value.orelse, lineno)
+        return _construction(value.body, lineno, branch) + _construction(value.orelse, lineno, branch)
     if isinstance(value, ast.BoolOp):
         out: list[Construction] = []
         for v in value.values:
-            out.extend(_construction(v, lineno))
+            out.extend(_construction(v, lineno, branch))
         return out
     if isinstance(value, ast.Call):
         callee = dotted(value.func)
@@ -252,12 +262,23 @@ def _construction(value: ast.AST, lineno: int) -> list[Construction]:
         for arg in value.args:
             if isinstance(arg, ast.Call):
                 _record_nested_literals(arg, literal)
-        return [Construction(callee=callee, lineno=lineno, literal_args=literal)]
+        return [Construction(callee=callee, lineno=lineno, literal_args=literal, branch=branch)]
     name = dotted(value)
     if name is not None and name.startswith("self."):
         # ``self.model = self.language_model``: an alias of another attribute.
-        return [Construction(callee=name, lineno=lineno)]
+        return [Construction(callee=name, lineno=lineno, branch=branch)]
     return []
+
+
+def final_constructions(constructions: list[Construction]) -> list[Construction]:
+    """The constructions whose value ``self.<attr>`` can still hold when ``__init__`` returns:
+    those no later assignment replaces on every path (one at the same or an enclosing level).
+    Branches of an ``if`` are kept side by side (a backbone chosen by config)."""
+    return [
+        c
+        for c in constructions
+        if not any(o.lineno > c.lineno and o.branch == c.branch[: len(o.branch)] for o in constructions)
+    ]
 
 
 def _record_nested_literals(call: ast.Call, literal: dict[str, list[str]]) -> None:
@@ -290,7 +311,7 @@ class _BodyWalker:
         self.probed: set[tuple[str, str]] = set()
         self.reads: set[str] = set()
         self.calls: set[str] = set()
-        self.assigns: list[tuple[str, int, ast.AST | None]] = []
+        self.assigns: list[SelfAssign] = []
         self.returns_self_attr: str | None = None
 
     def walk(self, body: list[ast.stmt]) -> None:
@@ -380,7 +401,7 @@ class _BodyWalker:
     def _record_target(self, target: ast.AST, value: ast.AST | None, lineno: int) -> None:
         attr = self._self_attr(target)
         if attr is not None:
-            self.assigns.append((attr, lineno, value))
+            self.assigns.append((attr, lineno, value, ()))
         elif isinstance(target, (ast.Tuple, ast.List)):
             for elt in target.elts:
                 self._record_target(elt, None, lineno)
@@ -421,7 +442,7 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 def _summarize_function(
     node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, walk: bool
-) -> tuple[FunctionSummary, list[tuple[str, int, ast.AST | None]]]:
+) -> tuple[FunctionSummary, list[SelfAssign]]:
     decorators = _decorator_names(node)
     drop_first = is_method and "staticmethod" not in decorators
     params = _params(node.args, drop_first)
@@ -435,7 +456,7 @@ def _summarize_function(
         always_raises=_always_raises(node.body),
         decorators=decorators,
     )
-    assigns: list[tuple[str, int, ast.AST | None]] = []
+    assigns: list[SelfAssign] = []
     if is_method and node.name == "__init__":
         all_args = [*node.args.posonlyargs, *node.args.args]
         _collect_with_assigns(node.body, all_args[0].arg if all_args else "self", summary.with_assigns, None)
@@ -499,26 +520,35 @@ def _import_statements(body: list[ast.stmt]) -> list[ast.Import | ast.ImportFrom
     return found
 
 
-_NESTED_BLOCKS = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith})
+_NESTED_BLOCKS = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While})
+_WITH_BLOCKS = frozenset({ast.With, ast.AsyncWith})
 
 
-def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
+def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[SelfAssign], branch: Branch = ()) -> None:
     """``self.x = ...`` at statement level (through if/for/with/try blocks), without descending
     into expressions: cheap enough to run on every method of every model (hence exact-type
-    tests, not isinstance chains)."""
+    tests, not isinstance chains). Each assignment carries the branches it sits in."""
     for stmt in body:
         kind = type(stmt)
         if kind is ast.Assign:
             for target in stmt.targets:  # type: ignore[attr-defined]
-                _self_target(target, stmt.value, stmt.lineno, self_name, out)  # type: ignore[attr-defined]
+                _self_target(target, stmt.value, stmt.lineno, self_name, out, branch)  # type: ignore[attr-defined]
         elif kind is ast.AnnAssign:
-            _self_target(stmt.target, stmt.value, stmt.lineno, self_name, out)  # type: ignore[attr-defined]
+            _self_target(stmt.target, stmt.value, stmt.lineno, self_name, out, branch)  # type: ignore[attr-defined]
+        elif kind in _WITH_BLOCKS:
+            _collect_self_assigns(stmt.body, self_name, out, branch)  # type: ignore[attr-defined]
         elif kind in _NESTED_BLOCKS:
-            _collect_self_assigns(stmt.body, self_name, out)  # type: ignore[attr-defined]
-            _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out)
+            line = stmt.lineno
+            _collect_self_assigns(stmt.body, self_name, out, (*branch, (line, 0)))  # type: ignore[attr-defined]
+            _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out, (*branch, (line, 1)))
         elif kind in _TRY_KINDS:
-            for block in (stmt.body, *(h.body for h in stmt.handlers), stmt.orelse, stmt.finalbody):  # type: ignore[attr-defined]
-                _collect_self_assigns(block, self_name, out)
+            line = stmt.lineno
+            # The body and its else run together; each handler instead of them; finally always.
+            _collect_self_assigns(stmt.body, self_name, out, (*branch, (line, 0)))  # type: ignore[attr-defined]
+            for n, handler in enumerate(stmt.handlers, start=1):  # type: ignore[attr-defined]
+                _collect_self_assigns(handler.body, self_name, out, (*branch, (line, n)))
+            _collect_self_assigns(stmt.orelse, self_name, out, (*branch, (line, 0)))  # type: ignore[attr-defined]
+            _collect_self_assigns(stmt.finalbody, self_name, out, branch)  # type: ignore[attr-defined]
 
 
 def _collect_with_assigns(body: list[ast.stmt], self_name: str, out: dict[str, list[str]], inside: list[str] | None) -> None:
@@ -551,12 +581,12 @@ def _collect_with_assigns(body: list[ast.stmt], self_name: str, out: dict[str, l
                 _collect_with_assigns(block, self_name, out, inside)
 
 
-def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name: str, out: list[tuple[str, int, ast.AST | None]]) -> None:
+def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name: str, out: list[SelfAssign], branch: Branch = ()) -> None:
     if isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == self_name:
-        out.append((target.attr, lineno, value))
+        out.append((target.attr, lineno, value, branch))
     elif isinstance(target, (ast.Tuple, ast.List)):
         for elt in target.elts:
-            _self_target(elt, None, lineno, self_name, out)
+            _self_target(elt, None, lineno, self_name, out, branch)
 
 
 class _ModuleBuilder:
@@ -690,8 +720,8 @@ class _ModuleBuilder:
                         cls.duplicate_methods.append((stmt.name, stmt.lineno, previous.lineno))
                 if not is_accessor:
                     cls.methods[stmt.name] = fn
-                for attr, lineno, value in assigns:
-                    self._record_instance_attr(cls, attr, lineno, stmt.name, value)
+                for attr, lineno, value, branch in assigns:
+                    self._record_instance_attr(cls, attr, lineno, stmt.name, value, branch)
             elif isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     for name in _assigned_names(target):
@@ -708,13 +738,13 @@ class _ModuleBuilder:
         else:
             self.summary.classes[qualname] = cls
 
-    def _record_instance_attr(self, cls: ClassSummary, attr: str, lineno: int, method: str, value: ast.AST | None) -> None:
+    def _record_instance_attr(self, cls: ClassSummary, attr: str, lineno: int, method: str, value: ast.AST | None, branch: Branch) -> None:
         entry = cls.instance_attrs.get(attr)
         if entry is None:
             entry = InstanceAttr(name=attr, lineno=lineno, method=method)
             cls.instance_attrs[attr] = entry
         if value is not None and method == "__init__":
-            entry.constructions.extend(_construction(value, lineno))
+            entry.constructions.extend(_construction(value, lineno, branch))
 
 
 def _is_overload(decorators: list[str]) -> bool:

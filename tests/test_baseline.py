@@ -29,9 +29,15 @@ def test_baseline_round_trip(tmp_path: Path) -> None:
     code, report = run_json("check", tree, "--baseline", baseline)
     assert code == 0 and report["findings"] == []
 
-    # A new model with a gap is reported.
+    # A new model without EAGLE-3 code is information (exit 0); one with a gap in it is an error.
+    (tree / "sglang/srt/models/plain_model.py").write_text(
+        "from torch import nn\n\nclass PlainNewForCausalLM(nn.Module):\n    def __init__(self):\n        self.lm_head = None\n\nEntryClass = PlainNewForCausalLM\n"
+    )
+    code, report = run_json("check", tree, "--baseline", baseline)
+    assert code == 0 and [(f["class"], f["code"]) for f in report["findings"]] == [("PlainNewForCausalLM", "E3L020")]
+    (tree / "sglang/srt/models/plain_model.py").unlink()
     (tree / "sglang/srt/models/new_model.py").write_text(
-        "from torch import nn\n\nclass NewForCausalLM(nn.Module):\n    def __init__(self):\n        self.lm_head = None\n\nEntryClass = NewForCausalLM\n"
+        "from torch import nn\n\nclass NewForCausalLM(nn.Module):\n    def __init__(self):\n        self.lm_head = None\n        self.capture_aux_hidden_states = False\n\nEntryClass = NewForCausalLM\n"
     )
     code, report = run_json("check", tree, "--baseline", baseline)
     assert code == 1
@@ -56,7 +62,7 @@ def test_summary_counts_what_the_baseline_hides(tmp_path: Path) -> None:
     baseline = tmp_path / "base.json"
     assert run_cli("check", tree, "--write-baseline", baseline).returncode == 0
     (tree / "sglang/srt/models/new_model.py").write_text(
-        "from torch import nn\n\nclass NewForCausalLM(nn.Module):\n    def __init__(self):\n        self.lm_head = None\n\nEntryClass = NewForCausalLM\n"
+        "from torch import nn\n\nclass NewForCausalLM(nn.Module):\n    def __init__(self):\n        self.lm_head = None\n        self.capture_aux_hidden_states = False\n\nEntryClass = NewForCausalLM\n"
     )
     code, report = run_json("check", tree, "--baseline", baseline)
     assert code == 1

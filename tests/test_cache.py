@@ -162,7 +162,7 @@ def test_a_module_appearing_where_none_was_found_invalidates_the_stored_result(t
     assert "FutureForCausalLM" not in {f["class"] for f in warm["findings"] if f["severity"] == "error"}
     (tree / "sglang/srt/layers/future_base.py").write_text("class FutureBase:\n    pass\n")
     done = run_cli("check", ".", cwd=tree)
-    assert "`FutureForCausalLM` lacks `set_eagle3_layers_to_capture`" in done.stdout
+    assert "`FutureForCausalLM` does not implement EAGLE-3" in done.stdout
 
 
 def test_baseline_written_while_one_is_configured_records_everything(tree: Path) -> None:
@@ -183,7 +183,7 @@ def test_a_new_model_file_invalidates_the_stored_result(tree: Path) -> None:
         "    def __init__(self):\n        self.lm_head = None\n\n\nEntryClass = BrandNewForCausalLM\n"
     )
     done = run_cli("check", ".", cwd=tree)
-    assert "`BrandNewForCausalLM` lacks" in done.stdout
+    assert "`BrandNewForCausalLM` does not implement EAGLE-3" in done.stdout
 
 
 def test_a_cache_planted_by_someone_else_is_never_read(tree: Path, tmp_path: Path) -> None:

@@ -41,7 +41,8 @@ def test_dry_run_diff_is_the_golden_change_and_writes_nothing(name: str, tmp_pat
     root = copy_before(name, tmp_path)
     before = tree_bytes(root)
     done = run_in(root, "fix", "--unsafe-fixes", MODELS)
-    assert done.returncode == 1
+    # The leaf-capture models have no EAGLE-3 code yet: their finding is information (exit 0).
+    assert done.returncode == (0 if name == "fix_leaf_capture" else 1)
     assert tree_bytes(root) == before
     assert done.stdout.startswith("--- sglang/srt/models/")
     patched = subprocess.run(["patch", "-p0", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)
@@ -65,7 +66,7 @@ def test_leaf_capture_needs_unsafe_fixes(tmp_path: Path) -> None:
     root = copy_before("fix_leaf_capture", tmp_path)
     before = tree_bytes(root)
     done = run_cli("fix", "--apply", root / MODELS)
-    assert done.returncode == 1
+    assert done.returncode == 0  # what remains is information
     assert "2 findings remain: 2 need --unsafe-fixes." in done.stderr
     assert tree_bytes(root) == before
 

@@ -49,7 +49,7 @@ def test_kimi_k25_gets_the_three_delegation_methods(sglang_059_copy: Path) -> No
     original = cached.read_bytes()
     done = run_cli("fix", "--apply", kimi)
     assert done.returncode == 0, done.stderr
-    assert "Fixed 2 of 2 findings in 1 file." in done.stderr
+    assert "Fixed 1 of 1 finding in 1 file." in done.stderr  # one cause: the delegation
     assert cached.read_bytes() == original  # the shared cache is untouched
 
     old_cls = _class(ast.parse(original), "KimiK25ForConditionalGeneration")
@@ -71,7 +71,9 @@ def test_kimi_k25_gets_the_three_delegation_methods(sglang_059_copy: Path) -> No
 
 def test_sglang_0_5_23_dry_run_diffs_apply_and_parse(tmp_path: Path) -> None:
     changed = apply_dry_run("sglang==0.5.23", "sglang/srt/models", tmp_path)
-    assert len(changed) >= 50
+    # Only fixes that make a model supported: wrappers that delegate, leaves given the getter
+    # they lack. Models with no EAGLE-3 code get no safe half (they were most of the files).
+    assert len(changed) >= 20
     assert "sglang/srt/models/kimi_vl.py" in changed
 
 

@@ -35,11 +35,18 @@ class LlamaForCausalLM(nn.Module):
 EntryClass = LlamaForCausalLM
 """
 
+# A wrapper around a language model that has EAGLE-3, not delegating it: broken (the seed's crash).
 NEW_MODEL = """\
 from torch import nn
 
+from sglang.srt.models.llama import LlamaForCausalLM
+
 
 class FooForCausalLM(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = LlamaForCausalLM(config)
+
     def forward(self, input_ids):
         return input_ids
 
@@ -50,7 +57,7 @@ EntryClass = FooForCausalLM
 FIXED_MODEL = NEW_MODEL.replace(
     "    def forward(self, input_ids):",
     "    def set_eagle3_layers_to_capture(self, layer_ids=None):\n"
-    "        self.layers_to_capture = layer_ids\n\n"
+    "        self.language_model.set_eagle3_layers_to_capture(layer_ids)\n\n"
     "    def forward(self, input_ids):",
 )
 
@@ -133,7 +140,7 @@ def test_hook_fails_on_a_new_model_without_the_interface_and_passes_once_fixed(
     (fork / NEW_FILE).write_text(NEW_MODEL)
     failed = try_repo(hook_repo, fork, "eagle3lint", NEW_FILE)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert f"{NEW_FILE}:4:1: E3L001 `FooForCausalLM` lacks `set_eagle3_layers_to_capture`" in failed.stdout
+    assert f"{NEW_FILE}:6:1: E3L004 `FooForCausalLM` does not delegate `set_eagle3_layers_to_capture`" in failed.stdout
     assert "1 error" in failed.stdout
 
     (fork / NEW_FILE).write_text(FIXED_MODEL)
@@ -180,7 +187,7 @@ def test_file_list_reports_only_the_engine_files_given(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = run_cli("check", "README.md", NEW_FILE, cwd=fork, env=env)
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[0].startswith(f"{NEW_FILE}:4:1: E3L001 `FooForCausalLM`")
+    assert done.stdout.splitlines()[0].startswith(f"{NEW_FILE}:6:1: E3L004 `FooForCausalLM`")
     assert "BarForCausalLM" not in done.stdout
 
 

@@ -28,6 +28,13 @@ class Rule:
     default_enabled: ClassVar[bool] = True
     # Runs once suppressions are applied (it reasons about them).
     after_suppressions: ClassVar[bool] = False
+    # Runs once every model has its verdict (``CheckContext.verdicts``; it reports them).
+    after_verdicts: ClassVar[bool] = False
+    # Its findings name members a class lacks: for a class with no EAGLE-3 code at all they are
+    # one cause, which E3L020 reports once instead.
+    member_gap: ClassVar[bool] = False
+    # Its findings say something cannot be proven statically: the model's verdict is "unknown".
+    unprovable: ClassVar[bool] = False
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         raise NotImplementedError

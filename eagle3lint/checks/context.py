@@ -8,12 +8,13 @@ from typing import TYPE_CHECKING
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
-from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_models
+from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
 from eagle3lint.rulepack import RulePack
 from eagle3lint.suppressions import Suppression
 
 if TYPE_CHECKING:
     from eagle3lint.inference import InnerModelInference
+    from eagle3lint.verdicts import Verdict
 
 
 @dataclass
@@ -25,6 +26,10 @@ class MemberState:
     inner_attr: str | None = None
     inner_class: ClassRef | None = None
     note: str = ""
+    # A delegation gap to an attribute ``__init__`` fills by config (one class per branch): every
+    # class it may hold, and those of them that lack the member too.
+    choices: list[ClassRef] = field(default_factory=list)
+    lacking: list[ClassRef] = field(default_factory=list)
 
 
 @dataclass
@@ -35,6 +40,8 @@ class CheckContext:
     notes: list[str] = field(default_factory=list)
     # Filled once suppressions are applied: path -> comments that silenced nothing.
     unused_suppressions: dict[str, list[Suppression]] = field(default_factory=dict)
+    # Filled once every rule ran: each checked model's verdict, by (qualname, variant).
+    verdicts: dict[tuple[str, str | None], Verdict] = field(default_factory=dict)
     _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
     _inference: InnerModelInference | None = None
 
@@ -78,13 +85,23 @@ class CheckContext:
         else:
             state = MemberState("missing", lookup)
             if _depth < 4:
-                for attr, inner in [*inner_models(self.index, ref), *self._inferred_inner_models(ref)]:
-                    inner_state = self.state(inner, member, _depth + 1)
-                    if inner_state.status in ("present", "delegated"):
-                        state = MemberState("delegation-gap", lookup, attr, inner)
+                for attr, choices in self.inner_choices(ref):
+                    having = [c for c in choices if self.state(c, member, _depth + 1).status in ("present", "delegated")]
+                    if having:
+                        lacking = [c for c in choices if c not in having]
+                        state = MemberState("delegation-gap", lookup, attr, having[0], choices=choices, lacking=lacking)
                         break
         self._states[key] = state
         return state
+
+    def inner_choices(self, ref: ClassRef) -> list[tuple[str, list[ClassRef]]]:
+        """Inner-model attributes with every class each may hold, the index's first, then what
+        astroid infers for factories the index cannot name."""
+        choices = inner_model_choices(self.index, ref)
+        inferred: dict[str, list[ClassRef]] = {}
+        for attr, held in self._inferred_inner_models(ref):
+            inferred.setdefault(attr, []).append(held)
+        return [*choices, *inferred.items()]
 
     def _inferred_inner_models(self, ref: ClassRef) -> list[tuple[str, ClassRef]]:
         """Inner-model attributes built by an engine function (a factory) whose return the index
@@ -157,6 +174,11 @@ class CheckContext:
     # ---- finding helpers ------------------------------------------------------------------
     def model_note(self, model: ModelClass) -> str:
         """What the engine says of the model besides its members, appended to its findings."""
+        return ""
+
+    def gap_note(self, model: ModelClass, members: list[str]) -> str:
+        """Why the engine refuses a model that lacks these members, beyond the members themselves
+        (an engine whose check function vouches for them says which check fails); "" if nothing."""
         return ""
 
     def related_for(self, sites: list[ContractSite]) -> list[Related]:

@@ -5,9 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from eagle3lint.checks.base import Rule
-from eagle3lint.checks.context import CheckContext, guard_phrase, role_phrase, severity_for
+from eagle3lint.checks.context import (
+    CheckContext,
+    MemberState,
+    guard_phrase,
+    role_phrase,
+    severity_for,
+)
+from eagle3lint.contract import ContractSite
 from eagle3lint.findings import Finding
-from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET
+from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass
 from eagle3lint.rulepack import MemberSpec
 
 
@@ -52,26 +59,40 @@ class MissingTargetMethod(Rule):
     code = "E3L001"
     name = "missing-target-method"
     fix_safety = "unsafe"
+    member_gap = True
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         for model in ctx.models:
             if model.kind != TARGET:
                 continue
-            for member, sites in ctx.requirements(model):
-                state = ctx.state(model.ref, member.name)
-                if state.status != "missing":
-                    continue
-                spec = ctx.pack.members[member.name]
-                yield ctx.finding(
-                    MissingTargetMethod,
-                    model,
-                    member.name,
-                    f"`{model.summary.name}` lacks `{member.name}`, which the engine uses on the "
-                    f"target model ({guard_phrase(sites)}); {describe_member(spec)}",
-                    sites,
-                    severity=severity_for(sites),
-                    data={"kind": spec.kind, "call_args": max(s.positional_args for s in sites)},
-                )
+            # One finding per class: once the first member the engine calls is missing, start-up
+            # stops there and the others cannot be reached (they are named in it).
+            missing = [
+                (member, sites)
+                for member, sites in ctx.requirements(model)
+                if ctx.state(model.ref, member.name).status == "missing"
+            ]
+            if not missing:
+                continue
+            first, _ = missing[0]
+            spec = ctx.pack.members[first.name]
+            sites = list(dict.fromkeys(s for _, member_sites in missing for s in member_sites))
+            names = [member.name for member, _ in missing]
+            described = describe_member(spec) if len(names) == 1 else _describe_all(ctx, names)
+            yield ctx.finding(
+                MissingTargetMethod,
+                model,
+                first.name,
+                f"`{model.summary.name}` lacks {_names(names, quote_only=True)}, which the engine uses on the "
+                f"target model ({guard_phrase(sites)}){ctx.gap_note(model, names)}; {described}",
+                sites,
+                severity=severity_for(sites),
+                data={
+                    "kind": spec.kind,
+                    "call_args": max(s.positional_args for s in sites if s.member == first.name),
+                    "members": names,
+                },
+            )
 
 
 class MissingDraftMethod(Rule):
@@ -206,42 +227,70 @@ class WrapperDelegationGap(Rule):
     code = "E3L004"
     name = "wrapper-delegation-gap"
     fix_safety = "safe"
+    member_gap = True
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         for model in ctx.models:
             if model.kind != TARGET:
                 continue
+            # One finding per cause: the members one attribute should forward and does not.
+            gaps: dict[tuple[object, ...], list[tuple[str, MemberState, list[ContractSite]]]] = {}
             for member, sites in ctx.requirements(model):
                 state = ctx.state(model.ref, member.name)
                 if state.status != "delegation-gap" or state.inner_class is None:
                     continue
-                inner = state.inner_class.qualname
-                if state.lookup.status == "missing":
-                    message = (
-                        f"`{model.summary.name}` does not delegate `{member.name}` to "
-                        f"`self.{state.inner_attr}` ({inner}), which has it; the engine calls it on "
-                        f"the target model ({guard_phrase(sites)})"
-                    )
-                else:
-                    through = " (through `__getattr__`)" if state.lookup.kind == "getattr" else ""
-                    message = (
-                        f"`{model.summary.name}.{member.name}`{through} forwards to `self.{state.inner_attr}` "
-                        f"({inner}), which lacks it; the engine calls it on the target model "
-                        f"({guard_phrase(sites)})"
-                    )
-                yield ctx.finding(
-                    WrapperDelegationGap,
-                    model,
-                    member.name,
-                    message,
-                    sites,
-                    severity=severity_for(sites),
-                    data={
-                        "delegate": state.inner_attr,
-                        "inner_class": str(state.inner_class),
-                        "inner_provides": state.lookup.status == "missing",
-                    },
-                )
+                cause = (state.inner_attr, state.lookup.status == "missing", state.lookup.kind, tuple(state.lacking))
+                gaps.setdefault(cause, []).append((member.name, state, sites))
+            for members in gaps.values():
+                yield self._finding(ctx, model, members)
+
+    @staticmethod
+    def _finding(ctx: CheckContext, model: ModelClass, members: list[tuple[str, MemberState, list[ContractSite]]]) -> Finding:
+        first, state, _ = members[0]
+        assert state.inner_class is not None
+        names = [name for name, _, _ in members]
+        sites = list(dict.fromkeys(s for _, _, member_sites in members for s in member_sites))
+        listed = _names(names, quote_only=True)
+        them = "it" if len(names) == 1 else "them"
+        inner = state.inner_class.qualname
+        if state.lookup.status == "missing" and state.lacking:
+            having = [c.qualname for c in state.choices if c not in state.lacking]
+            message = (
+                f"`{model.summary.name}` does not delegate {listed} to "
+                f"`self.{state.inner_attr}`, whose class `__init__` picks by config: "
+                f"{_names(having)} {'has' if len(having) == 1 else 'have'} {them}, "
+                f"{_names([c.qualname for c in state.lacking])} {'does' if len(state.lacking) == 1 else 'do'} not; "
+                f"the engine calls {them} on the target model ({guard_phrase(sites)})"
+            )
+        elif state.lookup.status == "missing":
+            message = (
+                f"`{model.summary.name}` does not delegate {listed} to "
+                f"`self.{state.inner_attr}` ({inner}), which has {them}; the engine calls {them} on "
+                f"the target model ({guard_phrase(sites)})"
+            )
+        else:
+            through = " (through `__getattr__`)" if state.lookup.kind == "getattr" else ""
+            forwarded = listed if len(names) > 1 else f"`{model.summary.name}.{first}`"
+            message = (
+                f"{forwarded}{through} {'forward' if len(names) > 1 else 'forwards'} to `self.{state.inner_attr}` "
+                f"({inner}), which lacks {them}; the engine calls {them} on the target model "
+                f"({guard_phrase(sites)})"
+            )
+        return ctx.finding(
+            WrapperDelegationGap,
+            model,
+            first,
+            message,
+            sites,
+            severity=severity_for(sites),
+            data={
+                "delegate": state.inner_attr,
+                "inner_class": str(state.inner_class),
+                "inner_provides": state.lookup.status == "missing",
+                "lacking": [str(c) for c in state.lacking],
+                "members": names,
+            },
+        )
 
 
 class SignatureMismatch(Rule):
@@ -338,6 +387,7 @@ class PresenceNotProvable(Rule):
     code = "E3L006"
     name = "presence-not-provable"
     severity = "info"
+    unprovable = True
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         for model in ctx.models:
@@ -440,6 +490,22 @@ class StaleInterfaceOverride(Rule):
                         data={"former": former, "successor": successor},
                         variant=model.variant if current == model.ref else None,
                     )
+
+
+def _names(names: list[str], quote_only: bool = False) -> str:
+    """```a```, ```a`` and ``b```: class names by their last part unless ``quote_only``."""
+    quoted = [f"`{n if quote_only else n.rsplit('.', 1)[-1]}`" for n in names]
+    return quoted[0] if len(quoted) == 1 else ", ".join(quoted[:-1]) + " and " + quoted[-1]
+
+
+def _describe_all(ctx: CheckContext, names: list[str]) -> str:
+    """What the missing members do, first to last: ``set_x tells ...; get_y hands ...``."""
+    parts = []
+    for name in names:
+        spec = ctx.pack.members.get(name)
+        if spec is not None and spec.summary:
+            parts.append(f"`{name}` {spec.summary}" if spec.kind == "method" else f"`{name}` is {spec.summary}")
+    return "; ".join(parts) or "the project's eagle3lint configuration requires them"
 
 
 PRESENCE_RULES: tuple[type[Rule], ...] = (

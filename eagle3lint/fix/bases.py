@@ -29,7 +29,7 @@ def base_edits(index: ProjectIndex, module: ModuleSummary, leading: ast.Module, 
     if "." in base.qualname:
         raise BaseProblem(f"`{base.qualname}` is a nested class")
     position = _position(index, ref, cls, base)
-    edits: list[Edit] = [AddBase(module.path, class_path, base.qualname, position)]
+    edits: list[Edit] = [AddBase(module.path, class_path, base.qualname, position, base.module)]
     edits += import_edits(index, module, leading, base, _first_line(cls))
     return edits
 

@@ -136,7 +136,9 @@ def fix(
         from eagle3lint.report.concise import hidden_counts
 
         click.echo(f"Nothing to fix: no findings ({hidden_counts(result).rstrip('; ')}).", err=True)
-    if remaining:
+    from eagle3lint.runner import fails
+
+    if fails(remaining, settings.fail_on):
         status = max(status, EXIT_FINDINGS)
     if then_verify and status != EXIT_ERROR:
         status = _verify_patched(found.name, found.root, verify_values)

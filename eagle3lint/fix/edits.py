@@ -78,6 +78,8 @@ class AddBase:
     class_path: tuple[str, ...]
     name: str
     position: int
+    # The module defining the base (its members count as the class's once it is added).
+    defined_in: str = ""
 
     def describe(self) -> str:
         return f"add the base `{self.name}` to `{'.'.join(self.class_path)}`"

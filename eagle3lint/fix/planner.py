@@ -9,6 +9,7 @@ libcst.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -135,21 +136,96 @@ def patterns_for(adapter: EngineAdapter, code: str) -> list[type[FixPattern]]:
 
 
 def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[PlannedFix]:
-    """The first fitting pattern's plan for each finding (findings without one are skipped)."""
+    """The first fitting pattern's plan for each finding (findings without one are skipped).
+
+    A finding that stands for several members (``data["members"]``: one cause, one finding) is
+    planned member by member and the plans combined, as safe as their least safe part; one that
+    asks to be implemented as another code (``data["implement_as"]``: a model with no EAGLE-3
+    code) is planned with that code's patterns and never offered as safe."""
     plans: list[PlannedFix] = []
     adapter = env.result.engine.adapter
     for finding in env.result.findings if findings is None else findings:
-        for pattern in patterns_for(adapter, finding.code):
-            try:
-                plan = pattern().plan(finding, env)
-            except (SyntaxError, ValueError, RecursionError, OSError) as exc:
-                # Odd input in one file must not cost the other fixes; the finding stays.
-                where = getattr(exc, "filename", None) or finding.path
-                plan = PlannedFix(finding, pattern.name, DISPLAY_ONLY, "no fix", note=f"{where}: {type(exc).__name__}: {exc}")
-            if plan is not None:
-                plans.append(_confine_to_scope(plan, env))
-                break
+        members = list(finding.data.get("members") or [finding.method])
+        code = str(finding.data.get("implement_as") or finding.code)
+        if len(members) <= 1 and code == finding.code:
+            plan = _first_plan(env, adapter, finding, finding.code)
+        else:
+            parts = []
+            for member in members:
+                part = dataclasses.replace(finding, code=code, method=member, data={**finding.data, "members": [member]})
+                parts.append((member, _first_plan(env, adapter, part, code)))
+            plan = _combined(finding, parts, cap=UNSAFE if code != finding.code else None)
+        if plan is not None:
+            plans.append(_confine_to_scope(_resolved(plan, env), env))
     return plans
+
+
+def _resolved(plan: PlannedFix, env: FixEnv) -> PlannedFix:
+    """A fix whose code would read an attribute its class lacks is said in words, never shown
+    as code (applying it would raise)."""
+    if not plan.edits:
+        return plan
+    from eagle3lint.fix.resolve import unresolved_references
+
+    problems = unresolved_references(env.index, plan.edits)
+    if not problems:
+        return plan
+    note = "; ".join([*([plan.note] if plan.note else []), *problems])
+    return PlannedFix(plan.finding, plan.pattern, DISPLAY_ONLY, plan.description, (), note)
+
+
+def _first_plan(env: FixEnv, adapter: EngineAdapter, finding: Finding, code: str) -> PlannedFix | None:
+    for pattern in patterns_for(adapter, code):
+        try:
+            plan = pattern().plan(finding, env)
+        except (SyntaxError, ValueError, RecursionError, OSError) as exc:
+            # Odd input in one file must not cost the other fixes; the finding stays.
+            where = getattr(exc, "filename", None) or finding.path
+            plan = PlannedFix(finding, pattern.name, DISPLAY_ONLY, "no fix", note=f"{where}: {type(exc).__name__}: {exc}")
+        if plan is not None:
+            return plan
+    return None
+
+
+_RANK = {SAFE: 2, UNSAFE: 1, DISPLAY_ONLY: 0}
+
+
+def _combined(finding: Finding, parts: list[tuple[str, PlannedFix | None]], cap: str | None) -> PlannedFix | None:
+    """One fix for a finding that stands for several members: every member's edits, as safe as
+    the least safe part (a member no pattern fixes makes the whole display-only: never a half)."""
+    planned = [(member, plan) for member, plan in parts if plan is not None]
+    if not planned:
+        return None
+    edits: list[Edit] = []
+    for _, plan in planned:
+        for edit in plan.edits:
+            if edit not in edits and not any(_same_member(edit, other) for other in edits):
+                edits.append(edit)
+    applicability = min((plan.applicability for _, plan in planned), key=lambda a: _RANK[a])
+    notes = [plan.note for _, plan in planned if plan.note]
+    unplanned = [member for member, plan in parts if plan is None]
+    if unplanned:
+        applicability = DISPLAY_ONLY
+        notes.append("no automatic fix for " + ", ".join(f"`{m}`" for m in unplanned))
+    if cap is not None and _RANK[applicability] > _RANK[cap]:
+        applicability = cap
+    if cap is not None and applicability == DISPLAY_ONLY:
+        # Implementing EAGLE-3 is all or nothing: no code for a part of it, only why.
+        why = "; ".join(dict.fromkeys(notes)) or "a part of it has no fix"
+        return PlannedFix(finding, "+".join(dict.fromkeys(plan.pattern for _, plan in planned)), DISPLAY_ONLY,
+                          "implement EAGLE-3 by hand", (), why)
+    descriptions = list(dict.fromkeys(plan.description for _, plan in planned))
+    pattern = "+".join(dict.fromkeys(plan.pattern for _, plan in planned))
+    return PlannedFix(finding, pattern, applicability, "; ".join(descriptions), tuple(edits), "; ".join(dict.fromkeys(notes)))
+
+
+def _same_member(edit: Edit, other: Edit) -> bool:
+    """Two parts adding the same member to the same class (a companion both bring along)."""
+    return (
+        isinstance(edit, InsertMembers)
+        and isinstance(other, InsertMembers)
+        and (edit.path, edit.class_path, edit.name) == (other.path, other.class_path, other.name)
+    )
 
 
 def _confine_to_scope(plan: PlannedFix, env: FixEnv) -> PlannedFix:

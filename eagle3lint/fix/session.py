@@ -58,6 +58,8 @@ class FileChange:
 class Rejection:
     fix: PlannedFix
     reason: str
+    # The fix itself was proven, but it would leave its model short of supported (all or nothing).
+    partial: bool = False
 
 
 @dataclass
@@ -96,7 +98,37 @@ def prepare_fixes(
             # The edit workers load libcst (a fifth of a second) while this process plans.
             for _ in range(pool.workers):
                 pool.submit(_load_editor)
-        return _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool)
+        outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [])
+        for _ in range(MAX_ROUNDS):
+            partial = _partial_models(outcome)
+            if not partial:
+                break
+            # All or nothing per model: what would leave it short of supported is not written.
+            outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [*outcome.rejections, *partial])
+        return outcome
+
+
+def _partial_models(outcome: FixOutcome) -> list[Rejection]:
+    """Accepted fixes whose model the re-check of the whole fixed tree does not find supported
+    (a getter added, the capture still missing): each is rejected with the model's verdict."""
+    after = outcome.after
+    if after is None:
+        return []
+    before = {(f"{m.ref.module}.{m.ref.qualname}", m.variant): m for m in outcome.result.models if m.status}
+    verdicts = {(f"{m.ref.module}.{m.ref.qualname}", m.variant): m for m in after.models if m.status}
+    out = []
+    for plan in outcome.accepted:
+        key = (plan.finding.qualname, plan.finding.variant)
+        was, now = before.get(key), verdicts.get(key)
+        if was is None or now is None or now.status == "supported":
+            continue
+        if was.status == now.status and now.status in ("not-a-target", "unknown"):
+            # A rename on a draft head, or on a model whose support cannot be proven either way:
+            # nothing the fix could complete, nothing it leaves worse.
+            continue
+        reason = f"it would leave `{plan.finding.class_name}` {now.status} ({now.status_reason})"
+        out.append(Rejection(plan, reason, partial=True))
+    return out
 
 
 def _load_editor() -> None:
@@ -111,9 +143,11 @@ def _prepare(
     unsafe_fixes: bool,
     sources: SourceSet,
     pool: WorkerPool,
+    rejections: list[Rejection],
 ) -> FixOutcome:
     plans = plan_fixes(FixEnv(result, sources, scope))
     outcome = FixOutcome(result, plans)
+    outcome.rejections = list(rejections)
     texts: dict[str, str] = {}
     current = result
     accepted: list[PlannedFix] = []
@@ -396,7 +430,8 @@ def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckRe
     a finding standing for members that had findings before: a vLLM model whose decoder got
     fixed moves from "missing" (E3L001 per member) to "one line away" (E3L013).
     """
-    before_members = {(f.qualname, f.method) for f in before.findings}
+    # A finding standing for several members (one cause) covers each of them.
+    before_members = {(f.qualname, m) for f in before.findings for m in [f.method, *f.data.get("members", ())]}
     before_classes = {f.qualname for f in before.findings}
     after_keys = {finding_key(f) for f in after.findings}
     blame: dict[int, str] = {}
@@ -404,7 +439,7 @@ def _not_fixed(candidates: list[PlannedFix], before: CheckResult, after: CheckRe
         if plan.key in after_keys:
             blame[id(plan)] = "the re-check of the fixed tree still reports it"
     for finding in after.findings:
-        if (finding.qualname, finding.method) in before_members:
+        if any((finding.qualname, m) in before_members for m in [finding.method, *finding.data.get("members", ())]):
             continue
         if finding.severity == "info" and finding.qualname in before_classes:
             continue

@@ -26,6 +26,7 @@ class FixTally:
     fixed: int = 0  # by its own fix
     resolved: int = 0  # gone because of other fixes
     failed: int = 0  # its fix was rejected by a proof, or its file could not be written
+    partial: int = 0  # its fix would leave the model short of supported (all or nothing)
     unsafe: int = 0  # its fix is unsafe and --unsafe-fixes was not given
     suggestions: int = 0  # display-only: a suggestion to apply by hand
     no_fix: int = 0
@@ -37,7 +38,7 @@ class FixTally:
 
     @property
     def remaining(self) -> int:
-        return self.failed + self.unsafe + self.suggestions + self.no_fix
+        return self.failed + self.partial + self.unsafe + self.suggestions + self.no_fix
 
 
 def _gap(finding: Finding) -> tuple[str, str]:
@@ -54,7 +55,8 @@ def tally_fixes(outcome: FixOutcome, unsafe_fixes: bool, unwritten: Collection[s
     own_keys = {p.key for p in written}
     # A fix planned in a later pass answers the moved form of an original finding (same gap).
     own_gaps = {_gap(p.finding) for p in written if p.key not in original_keys}
-    failed_plans = [*lost, *(r.fix for r in outcome.rejections)]
+    failed_plans = [*lost, *(r.fix for r in outcome.rejections if not r.partial)]
+    partial_keys = {r.fix.key for r in outcome.rejections if r.partial} - {p.key for p in failed_plans}
     failed_keys = {p.key for p in failed_plans}
     failed_gaps = {_gap(p.finding) for p in failed_plans if p.key not in original_keys}
     after = outcome.after.findings if outcome.after is not None and not unwritten else None
@@ -62,7 +64,7 @@ def tally_fixes(outcome: FixOutcome, unsafe_fixes: bool, unwritten: Collection[s
     moved_gaps = {_gap(f) for f in after if finding_key(f) not in original_keys} if after is not None else set()
     plans: dict[tuple[str, str, str], PlannedFix] = {p.key: p for p in outcome.plans}
 
-    counts = dict.fromkeys(("fixed", "resolved", "failed", "unsafe", "suggestions", "no_fix"), 0)
+    counts = dict.fromkeys(("fixed", "resolved", "failed", "partial", "unsafe", "suggestions", "no_fix"), 0)
     remaining_gaps: set[tuple[str, str]] = set()
     for finding in original:
         key, gap = finding_key(finding), _gap(finding)
@@ -73,6 +75,9 @@ def tally_fixes(outcome: FixOutcome, unsafe_fixes: bool, unwritten: Collection[s
             counts["fixed" if own else "resolved"] += 1
             continue
         remaining_gaps.add(gap)
+        if key in partial_keys and key not in failed_keys:
+            counts["partial"] += 1
+            continue
         counts[_why_not(finding, plans.get(key), unsafe_fixes, key in failed_keys or gap in failed_gaps)] += 1
     new = 0
     if after is not None:
@@ -114,6 +119,11 @@ def summary_lines(tally: FixTally, files: int, applied: bool, base_note: str = "
     if tally.remaining:
         reasons = [
             (tally.failed, "could not be fixed (reasons above)", "could not be fixed (reasons above)"),
+            (
+                tally.partial,
+                "has a fix that would leave its model incomplete, so it is not written (reasons above)",
+                "have fixes that would leave their models incomplete, so they are not written (reasons above)",
+            ),
             (tally.unsafe, "needs --unsafe-fixes", "need --unsafe-fixes"),
             (
                 tally.suggestions,

@@ -6,6 +6,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.report.paths import display_path
+from eagle3lint.verdicts import status_counts
 
 if TYPE_CHECKING:
     from eagle3lint.result import CheckResult
@@ -59,8 +60,12 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     root = result.engine.source_root
     for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
-        out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}\n")
+        verdict = f"; {model.status}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
+        out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{verdict}\n")
     for entry in result.unresolved:
         out.write(f"  unresolved    {entry.name} in {display_path(entry.path, fallback_root=root)}: {entry.reason}\n")
     for note in result.notes:
         out.write(f"  note: {note}\n")
+    counts = status_counts(result.models)
+    if any(counts.values()):
+        out.write("  verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items()) + "\n")

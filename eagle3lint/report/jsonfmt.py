@@ -7,6 +7,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint.report.concise import models_checked
+from eagle3lint.verdicts import status_counts
 
 if TYPE_CHECKING:
     from eagle3lint.result import CheckResult
@@ -28,6 +29,8 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
             "by_code": dict(sorted(by_code.items())),
             "models": len(result.models),
             "models_by_kind": dict(sorted(by_kind.items())),
+            # The verdict of each checked model (supported, broken, not-implemented, ...).
+            "models_by_status": status_counts(result.models),
             # What the concise summary calls "model classes checked": in scope, with a role.
             "models_checked": models_checked(result),
             "unresolved_entries": len(result.unresolved),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from collections.abc import Callable
 
 from eagle3lint.findings import Finding
 from eagle3lint.fix.edits import (
@@ -76,9 +77,11 @@ class WrapperDelegation(FixPattern):
             return PlannedFix(finding, self.name, DISPLAY_ONLY, f"implement `{finding.method}` in `{inner.qualname}`",
                               note=f"`{model.summary.name}` already forwards it to `self.{delegate}`")
         members = [finding.method, *self._companions(env, model, inner, finding.method)]
+        # A backbone chosen by config that lacks the member: the delegation raises a clear error.
+        flags = frozenset({"guarded"}) if state.lacking else frozenset()
 
         def render(member: str) -> str | None:
-            return template.render(member, {**variables, "member": member}, fallback=True)
+            return template.render(member, {**variables, "member": member}, flags, fallback=True)
 
         edits, problems = member_edits(env, model, members, render)
         for edit in edits:
@@ -90,6 +93,10 @@ class WrapperDelegation(FixPattern):
             description += f", with {', '.join(f'`{m}`' for m in members[1:])}"
         if problems:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
+        if state.lacking:
+            lacking = ", ".join(f"`{c.qualname}`" for c in state.lacking)
+            note = f"`self.{delegate}` may be {lacking}, which lacks it: the delegation raises a clear error then"
+            return PlannedFix(finding, self.name, UNSAFE, f"{description}, guarded", tuple(edits), note)
         return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
 
     @staticmethod
@@ -188,6 +195,62 @@ class _NotCommonShape(Exception):
     """The model does not have the shape the leaf-capture template is written for."""
 
 
+def implementation_refusal(index: ProjectIndex, model: ModelClass, templates: dict[str, TemplateSet], source: Callable[[str], object]) -> str | None:
+    """Why neither half of "implement EAGLE-3" (the capture, the embedding getter) can fit a
+    model, or None when both may (the planner then decides, after parsing)."""
+    capture, embed = templates.get("leaf-capture"), templates.get("leaf-embed-head")
+    if capture is None or embed is None:
+        return "the SGLang templates are missing"
+    refusal = capture_refusal(index, model, capture, source)
+    if refusal is not None:
+        return refusal
+    decoder = embed.setting("decoder_attribute", "model")
+    inner = _single_class(index, model.ref, decoder)
+    head = embed.setting("head_attribute", "lm_head")
+    embedding = embed.setting("embedding_attribute", "embed_tokens")
+    head_lookup = index.lookup(model.ref, head)
+    if inner is None or head_lookup.status != "found" or head_lookup.kind != "instance_attr":
+        return f"`{model.summary.name}` has no `self.{head}` built in `__init__`"
+    embed_lookup = index.lookup(inner, embedding)
+    if embed_lookup.status != "found" or embed_lookup.kind != "instance_attr":
+        return f"`{inner.qualname}` has no `self.{embedding}` built in `__init__`"
+    return None
+
+
+def capture_refusal(index: ProjectIndex, model: ModelClass, template: TemplateSet, source: Callable[[str], object]) -> str | None:
+    """Why the leaf-capture template cannot fit ``model``, from the summaries and the decoder's
+    text alone (no parse), or None when it may. The planner starts with it; so does the check's
+    note on a model with no EAGLE-3 code, which says whether an unsafe fix can implement it."""
+    settings = template.setting
+    decoder_attr = settings("decoder_attribute", "model")
+    flag = settings("capture_flag", "capture_aux_hidden_states")
+    capture_list = settings("capture_list", "layers_to_capture")
+    flag_lookup = index.lookup(model.ref, flag)
+    if flag_lookup.status == "found":
+        return f"`{model.summary.name}` already has `{flag}`: finish the capture by hand"
+    if flag_lookup.status != "missing":
+        return f"cannot tell whether `{model.summary.name}` has `{flag}` ({flag_lookup.reason or 'it forwards attributes through `__getattr__`'})"
+    if index.lookup(model.ref, "config").status != "found":
+        return f"`{model.summary.name}` has no `self.config` to read the layer count from"
+    decoder = _single_class(index, model.ref, decoder_attr)
+    if decoder is None:
+        return f"the class of `self.{decoder_attr}` is not known statically"
+    decoder_module = index.module(decoder.module)
+    decoder_summary = index.class_summary(decoder)
+    if decoder_module is None or decoder_summary is None:
+        return f"cannot read the module of `{decoder.qualname}`"
+    for cls_name, methods in ((decoder.qualname, decoder_summary.methods), (model.summary.name, model.summary.methods)):
+        if "forward" not in methods or "__init__" not in methods:
+            return f"`{cls_name}` does not define its own `__init__` and `forward`"
+    loop_text = f"range({', '.join(settings('loop_range', []))})"
+    decoder_source = source(decoder_module.path)
+    if capture_list not in decoder_summary.methods["forward"].self_reads and (
+        not isinstance(decoder_source, SourceFile) or loop_text not in decoder_source.text
+    ):
+        return f"`{decoder.qualname}.forward` has no `for i in {loop_text}` loop"
+    return None
+
+
 class LeafCapture(FixPattern):
     name = "leaf-capture"
     codes = ("E3L001",)
@@ -221,33 +284,17 @@ class LeafCapture(FixPattern):
         settings = template.setting
         decoder_attr = settings("decoder_attribute", "model")
         aux = settings("aux_name", "aux_hidden_states")
-        flag = settings("capture_flag", "capture_aux_hidden_states")
         capture_list = settings("capture_list", "layers_to_capture")
         logits_call = settings("logits_call", "self.logits_processor")
         keyword = settings("logits_keyword", "aux_hidden_states")
         notes: list[str] = []
 
-        if index.lookup(model.ref, flag).status != "missing":
-            raise _NotCommonShape(f"`{model.summary.name}` already has `{flag}`: finish the capture by hand")
-        if index.lookup(model.ref, "config").status != "found":
-            raise _NotCommonShape(f"`{model.summary.name}` has no `self.config` to read the layer count from")
+        refusal = capture_refusal(index, model, template, env.sources.get)
+        if refusal is not None:
+            raise _NotCommonShape(refusal)
         decoder = _single_class(index, model.ref, decoder_attr)
-        if decoder is None:
-            raise _NotCommonShape(f"the class of `self.{decoder_attr}` is not known statically")
-        decoder_module = index.module(decoder.module)
-        decoder_summary = index.class_summary(decoder)
-        if decoder_module is None or decoder_summary is None:
-            raise _NotCommonShape(f"cannot read the module of `{decoder.qualname}`")
-        # Cheap refusals first, from the summaries and the text, before any file is parsed.
-        for cls_name, methods in ((decoder.qualname, decoder_summary.methods), (model.summary.name, model.summary.methods)):
-            if "forward" not in methods or "__init__" not in methods:
-                raise _NotCommonShape(f"`{cls_name}` does not define its own `__init__` and `forward`")
-        loop_text = f"range({', '.join(settings('loop_range', []))})"
-        decoder_source = env.sources.get(decoder_module.path)
-        if capture_list not in decoder_summary.methods["forward"].self_reads and (
-            not isinstance(decoder_source, SourceFile) or loop_text not in decoder_source.text
-        ):
-            raise _NotCommonShape(f"`{decoder.qualname}.forward` has no `for i in {loop_text}` loop")
+        decoder_module = index.module(decoder.module) if decoder else None
+        assert decoder is not None and decoder_module is not None
         edits: list[Edit] = []
 
         # The decoder: a layers_to_capture list, the capture in the loop, the tuple return.

@@ -31,5 +31,5 @@ def discover_sglang_models(
             if cls is None or owner is None:
                 continue
             kind, reason = classify(index, resolved)
-            found.append(ModelClass(resolved, owner.path, cls, kind, reason, entry))
+            found.append(ModelClass(resolved, owner.path, cls, kind, reason, entry, architectures=[cls.name]))
     return found, unresolved

@@ -71,6 +71,14 @@ class VllmCheckContext(CheckContext):
             self._notes[key] = self._allow_list_note(model)
         return self._notes[key]
 
+    def gap_note(self, model: ModelClass, members: list[str]) -> str:
+        proto = self.protocol
+        if proto is None or not proto.check_function or self.declared(model.ref).value != NO:
+            return ""
+        if not set(members) <= {m.name for m in proto.members}:
+            return ""
+        return f": it does not declare {proto.name}, so `{proto.check_function}()` is false"
+
     def _allow_list_note(self, model: ModelClass) -> str:
         """Older speculative configs refuse EAGLE-3 unless the checkpoint's text ``model_type``
         contains a word of an allow-list. The type is in the checkpoint, not the tree: a plain

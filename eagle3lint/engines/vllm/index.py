@@ -20,7 +20,7 @@ from collections.abc import Callable
 from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
 from eagle3lint.snippets import SnippetReader
-from eagle3lint.summary import Construction, dotted
+from eagle3lint.summary import Construction, dotted, final_constructions
 
 RUNTIME_CHOICE = "the inner model is chosen from the HF config at run time"
 
@@ -58,8 +58,7 @@ class VllmIndex(ProjectIndex):
                 continue
             if not entry.constructions:
                 break
-            last_line = max(c.lineno for c in entry.constructions)
-            latest = [c for c in entry.constructions if c.lineno == last_line]
+            latest = final_constructions(entry.constructions)
             if any("." in c.callee[len("self.") :] for c in latest if c.callee.startswith("self.")):
                 break  # ``self.a = self.b.c``: the base index follows attribute paths
             out: list[Resolved] = []

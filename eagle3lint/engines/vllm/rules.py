@@ -21,6 +21,7 @@ from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
 from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
 from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
 from eagle3lint.findings import Finding, Related
+from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass
 
 
@@ -65,6 +66,16 @@ def _walk_related(ctx: VllmCheckContext) -> list[Related]:
 
 def _targets(ctx: VllmCheckContext) -> list[ModelClass]:
     return [m for m in ctx.models if m.kind == TARGET]
+
+
+def _lacks_asserted_mixin(ctx: VllmCheckContext, model: ModelClass, holder: Holder, cls: ClassRef) -> bool:
+    """What E3L010 reports for this holder class (it then says the forward does not collect)."""
+    return (
+        ctx.protocol is not None
+        and ctx.declared(model.ref).value == YES
+        and bool(holder.asserted_mixin)
+        and ctx.inherits_mixin(cls) == NO
+    )
 
 
 def _holder_names(holder: Holder) -> str:
@@ -132,11 +143,14 @@ class HolderLacksMixin(VllmRule):
             for cls in holder.classes:
                 if ctx.inherits_mixin(cls) != NO:
                     continue
+                # One cause: a decoder without the mixin does not collect either (E3L011 would
+                # say so again); the fix adds both.
+                either = " (and its `forward` never collects aux hidden states)" if ctx.collects(cls).value == COLLECTS_NO else ""
                 yield self._finding(
                     ctx, model,
                     f"`{model.summary.name}` declares {ctx.protocol.name}, but {holder.via} of "
                     f"`{ctx.vindex.vpack.setter}` reaches `{holder.path}` (`{cls.qualname}`), which does "
-                    f"not inherit {holder.asserted_mixin}: start-up fails on the assertion",
+                    f"not inherit {holder.asserted_mixin}{either}: start-up fails on the assertion",
                     related, {"path": holder.path, "holder": str(cls), "mixin": holder.asserted_mixin},
                 )
 
@@ -190,7 +204,7 @@ class ForwardNeverCollects(VllmRule):
                 continue
             for cls in holder.classes:
                 verdict = ctx.collects(cls)
-                if verdict.value != COLLECTS_NO:
+                if verdict.value != COLLECTS_NO or _lacks_asserted_mixin(ctx, model, holder, cls):
                     continue
                 forward = ctx.index.lookup(cls, "forward")
                 owner = forward.owner or cls
@@ -450,6 +464,7 @@ class HolderNotProvable(VllmRule):
     code = "E3L016"
     name = "holder-not-provable"
     severity = "info"
+    unprovable = True
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         for model in _targets(ctx):

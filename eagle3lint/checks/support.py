@@ -1,0 +1,89 @@
+"""Support rules: what a model's verdict says on its own (``eagle3lint.verdicts``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from eagle3lint.checks.base import Rule
+from eagle3lint.checks.context import CheckContext, guard_phrase
+from eagle3lint.contract import ContractSite
+from eagle3lint.findings import Finding
+from eagle3lint.models import TARGET
+from eagle3lint.verdicts import NOT_IMPLEMENTED, model_key
+
+
+class Eagle3NotImplemented(Rule):
+    """
+    ## What it does
+    Reports, as information, a target model class with no EAGLE-3 code anywhere: neither it, its
+    bases nor the inner models it holds have an EAGLE-3 member (SGLang's
+    `set_eagle3_layers_to_capture`, vLLM's `SupportsEagle3` members) or the hidden-state capture
+    (`capture_aux_hidden_states`/`layers_to_capture`, `aux_hidden_state_layers`). What counts as
+    EAGLE-3 code is listed in the rule pack's `[verdict]` table.
+
+    It stands for every member the class lacks: those are one cause, not an error each. Errors
+    are kept for classes that have part of EAGLE-3 and would crash or capture the wrong thing.
+    The message says how the engine refuses the model (a bare `AttributeError` after the
+    weights load, or a clear error at start-up).
+
+    ## Why is this bad?
+    It is not a defect: the model never claimed EAGLE-3, and asking for it fails at start-up.
+    Projects built for EAGLE-3 (a fork that must support it on every target) can make it an
+    error: `[tool.eagle3lint.severity] E3L020 = "error"`.
+
+    ## Example
+    ```python
+    class FooForCausalLM(nn.Module):   # a decoder loop, an LM head, no EAGLE-3 code
+        def __init__(self, config):
+            self.model = FooModel(config)
+            self.lm_head = ParallelLMHead(...)
+    ```
+
+    ## Fix safety
+    Unsafe, and only for the common shape: the setter, the capture in the decoder loop, the
+    hand-off to the logits processor and the embedding getter, all together (SGLang). Any other
+    shape gets no fix: a half implementation would turn a clear refusal into a crash.
+    """
+
+    code = "E3L020"
+    name = "eagle3-not-implemented"
+    severity = "info"
+    fix_safety = "unsafe"
+    family = "support"
+    after_verdicts = True
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        chosen = [
+            model
+            for model in ctx.models
+            if model.kind == TARGET and getattr(ctx.verdicts.get(model_key(model)), "status", None) == NOT_IMPLEMENTED
+        ]
+        refusals = ctx.index.engine.adapter.implementation_refusals(ctx, chosen) if chosen else {}
+        for model in chosen:
+            missing: list[tuple[str, list[ContractSite]]] = [
+                (member.name, sites)
+                for member, sites in ctx.requirements(model)
+                if ctx.state(model.ref, member.name).status in ("missing", "delegation-gap")
+            ]
+            sites = list(dict.fromkeys(s for _, member_sites in missing for s in member_sites))
+            names = [name for name, _ in missing]
+            if sites:
+                lacks = ", ".join(f"`{n}`" for n in names)
+                refusal = f"the engine refuses it: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
+            else:
+                refusal = "this engine version asks nothing of it"
+            why = refusals.get(id(model))
+            offer = f"; no automatic fix: {why}" if why else "; an unsafe fix may implement it (`eagle3lint fix --unsafe-fixes` shows it)"
+            yield ctx.finding(
+                Eagle3NotImplemented,
+                model,
+                names[0] if names else "",
+                f"`{model.summary.name}` does not implement EAGLE-3 (no EAGLE-3 member or hidden-state "
+                f"capture in it, its bases or its inner models); {refusal}{offer}",
+                sites,
+                severity=self.severity,
+                data={"members": names, "implement_as": "E3L001"},
+            )
+
+
+SUPPORT_RULES: tuple[type[Rule], ...] = (Eagle3NotImplemented,)
