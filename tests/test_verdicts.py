@@ -1,0 +1,108 @@
+"""Verdicts on the synthetic tree: the support matrix, fail-on, severities from the settings."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import FIXTURES, run_cli, run_json
+
+TREE = FIXTURES / "sglang_basic"
+EXPECTED = json.loads((TREE / "expected.json").read_text())
+PLAIN = TREE / "sglang/srt/models/plain.py"
+
+
+def test_models_json_is_the_support_matrix() -> None:
+    code, data = run_json("models", TREE, "--format", "json")
+    assert code == 0
+    assert data["version"] == 1 and data["engine"]["name"] == "sglang"
+    rows = {m["class"]: m for m in data["models"]}
+    assert {name: row["status"] for name, row in rows.items()} == EXPECTED["statuses"]
+    for row in rows.values():
+        assert set(row) == {"class", "architectures", "path", "line", "kind", "variant", "status", "reason", "codes", "fix"}
+        assert row["reason"]
+    kimi_like = rows["WrapperAttrForConditionalGeneration"]
+    assert kimi_like["codes"] == ["E3L004"] and kimi_like["fix"] == {"applicability": "safe"}
+    assert rows["PlainForCausalLM"]["codes"] == ["E3L020"]
+    assert rows["FixLlamaForCausalLM"]["codes"] == [] and rows["FixLlamaForCausalLM"]["fix"] is None
+    assert data["summary"]["by_status"]["broken"] == list(EXPECTED["statuses"].values()).count("broken")
+
+
+def test_models_table_and_markdown() -> None:
+    table = run_cli("models", TREE)
+    assert table.returncode == 0
+    lines = table.stdout.splitlines()
+    assert lines[0].split()[:4] == ["status", "class", "fix", "codes"]
+    assert lines[1].startswith("broken ")  # what needs action comes first
+    counts = EXPECTED["statuses"]
+    assert lines[-1].startswith(f"sglang 0.0.1+fixture: {len(counts)} model classes: ")
+    assert f"{list(counts.values()).count('supported')} supported" in lines[-1]
+    markdown = run_cli("models", TREE, "--format", "markdown")
+    assert markdown.returncode == 0
+    assert markdown.stdout.startswith("# EAGLE-3 support in sglang 0.0.1+fixture\n")
+    assert "| Architecture | Class | Status | Fix | Notes |" in markdown.stdout
+    assert "| PlainForCausalLM | `PlainForCausalLM` (" in markdown.stdout and "not implemented" in markdown.stdout
+    assert "FixEmbeddingModel" not in markdown.stdout  # not a target: left out of the page
+
+
+def test_check_verbose_and_json_summary_carry_the_statuses() -> None:
+    done = run_cli("check", TREE, "-v")
+    assert "PlainForCausalLM: generative model (has self.lm_head); not-implemented:" in done.stdout
+    assert "  verdicts: " in done.stdout
+    _, data = run_json("check", TREE)
+    by_status = data["summary"]["models_by_status"]
+    assert by_status["not-implemented"] == list(EXPECTED["statuses"].values()).count("not-implemented")
+
+
+def test_only_infos_exit_0_and_fail_on_moves_the_threshold() -> None:
+    assert run_cli("check", PLAIN).returncode == 0
+    assert run_cli("check", PLAIN, "--fail-on", "info").returncode == 1
+    assert run_cli("check", TREE / "sglang/srt/models/missing.py", "--fail-on", "error").returncode == 1
+    assert run_cli("check", TREE / "sglang/srt/models/wrapper_attr.py", "--fail-on", "warning").returncode == 1
+    bad = run_cli("check", PLAIN, "--fail-on", "fatal")
+    assert bad.returncode == 2
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    root = tmp_path / "project"
+    shutil.copytree(TREE, root)
+    return root
+
+
+def _settings(project: Path, text: str) -> None:
+    (project / "pyproject.toml").write_text("[tool.eagle3lint]\n" + text)
+
+
+def test_severity_settings_raise_a_code_and_fail_on_from_the_settings(project: Path) -> None:
+    model = "sglang/srt/models/plain.py"
+    _settings(project, '[tool.eagle3lint.severity]\nE3L020 = "error"\n')
+    code, data = run_json("check", model, cwd=project)
+    assert code == 1 and [f["severity"] for f in data["findings"]] == ["error"]
+    # The verdict is the analysis's: raising the severity does not make the model broken.
+    assert {m["class"]: m["status"] for m in data["models"]}["PlainForCausalLM"] == "not-implemented"
+    _settings(project, 'fail-on = "info"\n')
+    assert run_cli("check", model, cwd=project).returncode == 1
+    _settings(project, 'fail-on = "error"\n[tool.eagle3lint.severity]\nE3L0 = "warning"\nE3L004 = "error"\n')
+    _, data = run_json("check", "sglang/srt/models/wrapper_attr.py", "sglang/srt/models/missing.py", cwd=project)
+    assert {(f["code"], f["severity"]) for f in data["findings"]} == {("E3L004", "error"), ("E3L001", "warning")}
+    shown = run_cli("show-config", cwd=project)
+    assert 'fail-on = "error"' in shown.stdout and 'severity = { "E3L0" = "warning", "E3L004" = "error" }' in shown.stdout
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('[tool.eagle3lint.severity]\nE3L999 = "error"\n', "names unknown rule code 'E3L999'"),
+        ('[tool.eagle3lint.severity]\nE3L020 = "fatal"\n', "must be one of error, warning, info"),
+        ('fail-on = "never"\n', "'fail-on' must be one of error, warning, info"),
+        ("severity = 3\n", "'severity' must be a table"),
+    ],
+)
+def test_bad_severity_settings_are_exit_2(project: Path, text: str, message: str) -> None:
+    _settings(project, text)
+    done = run_cli("check", ".", cwd=project)
+    assert done.returncode == 2 and message in done.stderr, done.stderr
