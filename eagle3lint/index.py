@@ -103,7 +103,7 @@ class ProjectIndex:
         except ValueError:
             # An out-of-tree model (configured extra-models): a name no engine module can take.
             name, is_package = "__extra__." + ".".join(path.with_suffix("").parts[1:]).replace("-", "_"), False
-        return ParseRequest(str(path), name, is_package, self.walk_names)
+        return ParseRequest(str(path), name, is_package, self.walk_names, self.engine.pack.capture)
 
     def load_files(self, paths: Iterable[Path]) -> list[ModuleSummary]:
         provider = self.provider or _serial_provider

@@ -15,6 +15,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.errors import UsageError
 
 
@@ -77,6 +78,8 @@ class RulePack:
     # not implement EAGLE-3 (one information finding), one with some and an error is broken.
     eagle3_members: tuple[str, ...] = ()
     capture_attributes: tuple[str, ...] = ()
+    # [capture]: what the capture analysis collects while files are summarised (None: nothing).
+    capture: CaptureSpec | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     digest: str = ""
 
@@ -114,6 +117,28 @@ def _strings(pack_path: Path, table: dict[str, Any], key: str) -> tuple[str, ...
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{pack_path}: '{key}' must be a list of strings")
     return tuple(value)
+
+
+def _capture_spec(pack_path: Path, table: Any) -> CaptureSpec | None:
+    if table is None:
+        return None
+    if not isinstance(table, dict):
+        raise UsageError(f"{pack_path}: [capture] must be a table")
+    setters = _strings(pack_path, table, "capture.setters")
+    functions = _strings(pack_path, table, "capture.functions")
+    words = _strings(pack_path, table, "capture.words")
+    collect = _strings(pack_path, table, "capture.collect_calls")
+    logits_call, logits_keyword = table.get("logits_call", ""), table.get("logits_keyword", "")
+    if not isinstance(logits_call, str) or not isinstance(logits_keyword, str):
+        raise UsageError(f"{pack_path}: capture.logits_call and capture.logits_keyword must be strings")
+    return CaptureSpec(
+        functions=frozenset(functions) | frozenset(setters),
+        setters=frozenset(setters),
+        words=words or ("capture", "aux_hidden_state"),
+        collect_calls=frozenset(collect),
+        logits_call=logits_call,
+        logits_keyword=logits_keyword,
+    )
 
 
 def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
@@ -170,6 +195,7 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         walk_methods=tuple(data.get("walk_methods", [])),
         eagle3_members=_strings(pack_path, verdict, "verdict.eagle3_members"),
         capture_attributes=_strings(pack_path, verdict, "verdict.capture_attributes"),
+        capture=_capture_spec(pack_path, data.get("capture")),
         raw=data,
         digest=digest,
     )

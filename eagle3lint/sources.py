@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
+from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.findings import FileError
 from eagle3lint.summary import ModuleSummary, summarize
 from eagle3lint.suppressions import scan_suppressions
@@ -22,6 +23,7 @@ class ParseRequest:
     module: str
     is_package: bool
     walk_names: frozenset[str]
+    capture: CaptureSpec | None = None
 
 
 def read_source(path: str) -> bytes | FileError:
@@ -101,6 +103,7 @@ def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSumm
         is_package=request.is_package,
         walk_names=request.walk_names,
         line_count=text.count("\n") + 1,
+        capture=request.capture,
     )
     summary.suppressions = scan_suppressions(text)
     return summary

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle3lint.capture_facts import CaptureFacts, CaptureSpec
 from eagle3lint.suppressions import FileSuppressions
 
 # Methods whose bodies are always walked, whatever the member list says.
@@ -77,6 +78,11 @@ class FunctionSummary:
     # ``__init__`` only: the ``self.<attr>`` assigned inside each ``with self.<cm>(...)`` block,
     # by context-manager method (vLLM builds its language model under one).
     with_assigns: dict[str, list[str]] = field(default_factory=dict)
+    # For the methods the rule pack's [capture] names (forward, the setters): what they do with
+    # the capture state (``eagle3lint.capture_facts``).
+    capture: CaptureFacts | None = None
+    # ``super(X, self).__init__()`` in an ``__init__``: the class X whose ``__init__`` it skips.
+    super_skips: str | None = None
 
     @property
     def is_property(self) -> bool:
@@ -441,7 +447,7 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def _summarize_function(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, walk: bool
+    node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, walk: bool, capture: CaptureSpec | None = None
 ) -> tuple[FunctionSummary, list[SelfAssign]]:
     decorators = _decorator_names(node)
     drop_first = is_method and "staticmethod" not in decorators
@@ -460,6 +466,10 @@ def _summarize_function(
     if is_method and node.name == "__init__":
         all_args = [*node.args.posonlyargs, *node.args.args]
         _collect_with_assigns(node.body, all_args[0].arg if all_args else "self", summary.with_assigns, None)
+        summary.super_skips = _super_skip(node)
+    if is_method and capture is not None and node.name in capture.functions:
+        all_args = [*node.args.posonlyargs, *node.args.args]
+        summary.capture = capture.facts(node, all_args[0].arg if (drop_first and all_args) else "self")
     if not walk and is_method:
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
@@ -477,6 +487,22 @@ def _summarize_function(
         summary.walked = True
         assigns = walker.assigns
     return summary, assigns
+
+
+def _super_skip(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+    """``super(X, self).__init__(...)`` as a statement of the body: X (its ``__init__`` is skipped)."""
+    for stmt in node.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "__init__"
+            and isinstance(call.func.value, ast.Call)
+            and dotted(call.func.value.func) == "super"
+            and call.func.value.args
+        ):
+            return dotted(call.func.value.args[0])
+    return None
 
 
 _TRY_TYPES: tuple[type, ...] = tuple(t for t in (ast.Try, getattr(ast, "TryStar", None)) if t is not None)
@@ -590,9 +616,10 @@ def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name:
 
 
 class _ModuleBuilder:
-    def __init__(self, module: str, path: str, is_package: bool, walk_names: frozenset[str]) -> None:
+    def __init__(self, module: str, path: str, is_package: bool, walk_names: frozenset[str], capture: CaptureSpec | None = None) -> None:
         self.summary = ModuleSummary(module=module, path=path, is_package=is_package)
         self.walk_names = walk_names | _ALWAYS_WALK
+        self.capture = capture
 
     def resolve_relative(self, level: int, name: str | None) -> str:
         parts = self.summary.module.split(".")
@@ -709,7 +736,7 @@ class _ModuleBuilder:
                     or "property" in decorators
                     or "cached_property" in decorators
                 )
-                fn, assigns = _summarize_function(stmt, is_method=True, walk=walk)
+                fn, assigns = _summarize_function(stmt, is_method=True, walk=walk, capture=self.capture)
                 if stmt.name == "__init__":
                     for imp in _import_statements(stmt.body):
                         self._record_import(imp, cls.local_imports)
@@ -769,6 +796,7 @@ def summarize(
     is_package: bool,
     walk_names: frozenset[str] = frozenset(),
     line_count: int = 0,
+    capture: CaptureSpec | None = None,
 ) -> ModuleSummary:
     """Reduce a parsed module to a :class:`ModuleSummary`.
 
@@ -776,7 +804,7 @@ def summarize(
     ``forward`` when a rule pack asks for data-flow facts); every other method contributes only
     its signature and its statement-level ``self.x = ...`` assignments.
     """
-    builder = _ModuleBuilder(module, path, is_package, walk_names)
+    builder = _ModuleBuilder(module, path, is_package, walk_names, capture)
     builder.visit_body(tree.body)
     builder.summary.line_count = line_count
     return builder.summary
