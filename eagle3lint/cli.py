@@ -300,12 +300,19 @@ def explain(code: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from eagle3lint.report.streams import finish_streams, prepare_streams
+
+    streams = prepare_streams()  # a closed stdout, a narrow encoding, names that are not UTF-8
     try:
         _run(argv)
     finally:
         # What the run built lives until the process ends; a frozen heap spares the
         # interpreter's final collection over it (a quarter of a second on vLLM's tree).
         gc.freeze()
+        problem = finish_streams(streams)
+        if problem is not None:
+            click.echo(f"eagle3lint: error: {problem}", err=True)
+            sys.exit(EXIT_ERROR)  # replaces the run's own exit: its report was lost
 
 
 def _run(argv: list[str] | None) -> None:
@@ -325,7 +332,7 @@ def _run(argv: list[str] | None) -> None:
     except KeyboardInterrupt:
         click.echo("eagle3lint: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (``| head -1``): nothing to say
         sys.exit(EXIT_ERROR)
     except Exception:  # an internal error is still exit 2, with enough to file a bug
         click.echo("eagle3lint: internal error (please report):", err=True)
