@@ -20,7 +20,7 @@ def cli_env(**extra: str) -> dict[str, str]:
 
 def run_bounded(*args: str | Path, cwd: Path | None = None, timeout: float = TIMEOUT_S, **popen: object) -> subprocess.CompletedProcess[str]:
     """``eagle3lint ARGS`` in a subprocess, killed (and the test failed) past ``timeout``."""
-    return subprocess.run(  # type: ignore[call-overload,no-any-return]
+    return subprocess.run(  # type: ignore[call-overload]
         [sys.executable, "-m", "eagle3lint", *map(str, args)],
         capture_output=True, text=True, cwd=cwd, env=cli_env(), timeout=timeout, **popen,
     )

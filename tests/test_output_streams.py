@@ -24,7 +24,7 @@ ODD_NAME = b"\xff\xfe.py"  # not UTF-8: Python holds it as "\udcff\udcfe.py"
 
 def _run(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None, **popen: object) -> subprocess.CompletedProcess[bytes]:
     """The CLI with its output as bytes (a file name's raw bytes must be visible)."""
-    return subprocess.run(  # type: ignore[call-overload,no-any-return]
+    return subprocess.run(  # type: ignore[call-overload]
         [sys.executable, "-m", "eagle3lint", *map(str, args)],
         capture_output=True, cwd=cwd, env=env or cli_env(), timeout=TIMEOUT_S, **popen,
     )

@@ -14,7 +14,7 @@ import pytest
 from eagle3lint.engine import discover_engine
 from eagle3lint.index import LOOKUP_BUDGET, ClassRef, ProjectIndex, Unknown
 from eagle3lint.runner import build_index
-from eagle3lint.summary import dotted
+from eagle3lint.summary import ModuleSummary, dotted
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, release_root
 from tests.robust_helpers import assert_clean_exit, run_bounded
 
@@ -37,7 +37,7 @@ class _CountingModule:
         self.limit = limit
         real = ProjectIndex.module
 
-        def counted(index: ProjectIndex, name: str):  # type: ignore[no-untyped-def]
+        def counted(index: ProjectIndex, name: str) -> ModuleSummary | None:
             self.calls += 1
             if self.calls > self.limit:
                 raise AssertionError(f"more than {self.limit} module lookups: the search is not bounded")
@@ -104,8 +104,9 @@ def test_a_clique_of_star_imports_stays_within_the_lookup_budget(tmp_path: Path,
     files: dict[str, str | bytes] = {}
     for name in names:
         lines = [f"from .{other} import *" for other in names if other != name]
+        if name == "clique_0":
+            lines.append("class CliqueForCausalLM(Nowhere):\n    pass")
         files[f"{MODELS}/{name}.py"] = "\n".join(lines) + "\n"
-    files[f"{MODELS}/clique_0.py"] += "class CliqueForCausalLM(Nowhere):\n    pass\n"
     make_tree(tmp_path, {**SGLANG_SKELETON, **files})
     index = _index(tmp_path)
     counter = _CountingModule(monkeypatch, limit=20 * LOOKUP_BUDGET)
