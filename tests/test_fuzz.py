@@ -11,14 +11,21 @@ by ``test_regression_case``.
 from __future__ import annotations
 
 import json
+import tempfile
 from pathlib import Path
 
-import hypothesmith
 import pytest
-from hypothesis import HealthCheck, Phase, given, settings
-from hypothesis import strategies as st
+from hypothesis.configuration import set_hypothesis_home_dir
 
-from tests.fuzzing import FORMATS, TREES, Fuzzer, check_replaced, generated_file, real_model_donors
+# Hypothesis caches (Unicode tables, constants of the code under test) in ./.hypothesis, from
+# the moment hypothesmith is imported: the system's temporary folder takes them instead.
+set_hypothesis_home_dir(Path(tempfile.gettempdir()) / "eagle3lint-hypothesis")
+
+import hypothesmith  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from tests.fuzzing import FORMATS, TREES, Fuzzer, check_replaced, generated_file, real_model_donors  # noqa: E402
 
 SEED = 20250601
 MUTATION_RUNS = 300  # about ten seconds here; several bugs showed within the first hundred
