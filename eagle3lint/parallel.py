@@ -46,7 +46,7 @@ PARENT_POLL_S = 1.0
 def _worker_start(parent: int) -> None:
     """Pool initializer, in each forked worker."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Forked with SIGINT blocked (see WorkerPool.submit): unblocked once it is ignored.
+    # Forked with SIGINT blocked (see WorkerPool._pool): unblocked once it is ignored.
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     if not _exit_with_parent():
         # No prctl: a thread polls for the parent, which a worker outliving it no longer has.
