@@ -7,19 +7,25 @@ baseline written in one checkout works in another.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 import tempfile
 from collections import Counter
 from pathlib import Path
 
 from eagle3lint import __version__
+from eagle3lint.config import file_kind, os_problem, read_regular_file
 from eagle3lint.engine import Engine
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
 
 BASELINE_VERSION = 1
 Key = tuple[str, str, str, str]
+# A baseline of every finding of the largest engine tree is well under a megabyte.
+MAX_BASELINE_BYTES = 64 * 1024 * 1024
+TEMP_SUFFIX = ".eagle3lint-tmp"
 
 
 def _relative(path: str, engine: Engine) -> str:
@@ -33,6 +39,48 @@ def finding_key(finding: Finding, engine: Engine) -> Key:
     return (_relative(finding.path, engine), finding.qualname, finding.method, finding.code)
 
 
+def check_baseline_file(path: Path) -> None:
+    """Refuse, before a run, a baseline to read that is missing, not a regular file (a folder,
+    a named pipe that would block, ``/dev/zero`` that would never end) or too large."""
+    try:
+        mode, size = _stat(path)
+    except FileNotFoundError:
+        raise UsageError(f"baseline {path}: no such file (create it with --write-baseline)") from None
+    except OSError as exc:
+        raise UsageError(f"baseline {path}: {os_problem(exc)}") from exc
+    if not stat.S_ISREG(mode):
+        raise UsageError(f"baseline {path}: is not a regular file ({file_kind(mode)})")
+    if size > MAX_BASELINE_BYTES:
+        raise UsageError(f"baseline {path}: is larger than {MAX_BASELINE_BYTES // (1024 * 1024)} MiB; not an eagle3lint baseline")
+
+
+def _stat(path: Path) -> tuple[int, int]:
+    info = os.stat(path)
+    return info.st_mode, info.st_size
+
+
+def baseline_target(path: Path) -> Path:
+    """Where ``--write-baseline PATH`` writes: PATH, or the file a symlink there points to (the
+    link stays a link). Refused: a folder, a device, a pipe or a socket (writing a temporary
+    file beside one and renaming it would replace the node with a regular file), and a folder
+    that does not exist (it is not created behind the user's back)."""
+    target = Path(os.path.realpath(path)) if os.path.islink(path) else path
+    try:
+        mode: int | None = os.stat(target).st_mode
+    except FileNotFoundError:
+        mode = None
+    except OSError as exc:
+        raise UsageError(f"--write-baseline {path}: {exc.strerror or exc}") from exc
+    if mode is not None and not stat.S_ISREG(mode):
+        what = "is a folder, not a file" if stat.S_ISDIR(mode) else f"is not a regular file ({file_kind(mode)})"
+        via = f" (the symlink points to {target})" if target != path else ""
+        raise UsageError(f"--write-baseline {path}: {what}{via}; not written")
+    folder = target.parent
+    if not folder.is_dir():
+        raise UsageError(f"--write-baseline {path}: folder {folder} does not exist; create it first")
+    return target
+
+
 def write_baseline(path: Path, findings: list[Finding], engine: Engine) -> int:
     counts = Counter(finding_key(f, engine) for f in findings)
     entries = [
@@ -40,22 +88,46 @@ def write_baseline(path: Path, findings: list[Finding], engine: Engine) -> int:
         for (p, q, m, c), n in sorted(counts.items())
     ]
     data = {"version": BASELINE_VERSION, "tool": f"eagle3lint {__version__}", "engine": engine.name, "findings": entries}
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        json.dump(data, handle, indent=2)
-        handle.write("\n")
-    os.replace(tmp, path)
+    target = baseline_target(path)
+    text = json.dumps(data, indent=2) + "\n"
+    try:
+        mode = stat.S_IMODE(os.stat(target).st_mode)  # a file replaced keeps its mode
+    except OSError:
+        mode = 0o666 & ~_umask()  # a new one gets what the umask leaves, like a shell's `>`
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=TEMP_SUFFIX)
+    except OSError as exc:
+        raise UsageError(f"--write-baseline {path}: cannot create a file in {target.parent}: {exc.strerror or exc}") from exc
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fchmod(handle.fileno(), mode)
+        os.replace(tmp, target)
+    except BaseException as exc:  # an interrupt too: no temporary file is left behind
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise UsageError(f"--write-baseline {path}: cannot write: {exc.strerror or exc}") from exc
+        raise
     return len(findings)
+
+
+def _umask() -> int:
+    current = os.umask(0o022)
+    os.umask(current)
+    return current
 
 
 def read_baseline(path: Path) -> Counter[Key]:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_regular_file(path, MAX_BASELINE_BYTES).decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"baseline {path}: no such file (create it with --write-baseline)") from None
-    except (OSError, ValueError) as exc:
-        raise UsageError(f"baseline {path}: not a readable eagle3lint baseline: {exc}") from exc
+    except OSError as exc:
+        raise UsageError(f"baseline {path}: {os_problem(exc)}") from exc
+    except (ValueError, RecursionError) as exc:  # invalid JSON or UTF-8, or nested past the parser
+        raise UsageError(f"baseline {path}: not a readable eagle3lint baseline: {exc or type(exc).__name__}") from exc
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION or not isinstance(data.get("findings"), list):
         raise UsageError(f"baseline {path}: not an eagle3lint baseline (version {BASELINE_VERSION})")
     counts: Counter[Key] = Counter()
@@ -63,7 +135,7 @@ def read_baseline(path: Path) -> Counter[Key]:
         try:
             key = (entry["path"], entry["qualname"], entry["member"], entry["code"])
             counts[key] += int(entry.get("count", 1))
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise UsageError(f"baseline {path}: malformed entry {entry!r}") from exc
     return counts
 

@@ -167,7 +167,7 @@ class Cache:
         self.folder = folder
         self.engine = engine
         key = f"{__version__}|{_code_digest()}|{_user_secret()}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
-        self.namespace = hashlib.sha256(key.encode()).hexdigest()[:20]
+        self.namespace = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
         # Opening the cache marks this namespace used and removes those no run has used lately.
         self.pruned = open_namespace(folder, self.namespace)
         self.hits = 0
@@ -194,7 +194,7 @@ class Cache:
         return True
 
     def _entry_path(self, name: str) -> Path:
-        digest = hashlib.sha256(name.encode()).hexdigest()[:32]
+        digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
         return self.folder / self.namespace / f"{digest}.pickle"
 
     def _load(self, name: str) -> dict[str, Any] | None:
@@ -257,7 +257,7 @@ class Cache:
                 st = os.stat(path)
             except OSError:
                 continue
-            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode())
+            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     def load_contract(self, fingerprint: str) -> Contract | None:

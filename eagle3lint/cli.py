@@ -126,6 +126,7 @@ def config_option(func: F) -> F:
 @click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")
 @click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
 @click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), help="Report only findings not recorded in this baseline file.")
+@click.option("--no-baseline", is_flag=True, help="Report every finding, whatever baseline the settings name.")
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), help="Record today's findings in this file and exit 0.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="Exit 1 for findings at or above this severity (default: warning, or fail-on in the settings).")
@@ -141,6 +142,7 @@ def check(
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
     baseline_file: Path | None,
+    no_baseline: bool,
     write_baseline_file: Path | None,
     no_cache: bool,
     fail_on: str | None,
@@ -151,8 +153,19 @@ def check(
     from eagle3lint.file_scope import engine_files, is_file_list
 
     settings = load_settings(config_file)
-    if write_baseline_file is not None:
+    if no_baseline and baseline_file is not None:
+        raise UsageError("--baseline and --no-baseline contradict each other")
+    if write_baseline_file is not None or no_baseline:
         settings.baseline = None  # a new baseline records every finding, not only new ones
+    # The baseline files are checked before the run: a folder, a pipe or a device named there
+    # is refused at once, not read (or waited on) after a long analysis.
+    from eagle3lint.baseline import baseline_target, check_baseline_file
+
+    reading = baseline_file or settings.baseline
+    if write_baseline_file is not None:
+        baseline_target(write_baseline_file)
+    elif reading is not None:
+        check_baseline_file(reading)
     extra = [p for o in settings.engines.values() for p in o.extra_models]
     chosen_format = output_format or settings.output_format or "concise"
     if not release and is_file_list(paths) and chosen_format in ("concise", "github"):
@@ -327,12 +340,19 @@ def explain(code: str) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    from eagle3lint.report.streams import finish_streams, prepare_streams
+
+    streams = prepare_streams()  # a closed stdout, a narrow encoding, names that are not UTF-8
     try:
         _run(argv)
     finally:
         # What the run built lives until the process ends; a frozen heap spares the
         # interpreter's final collection over it (a quarter of a second on vLLM's tree).
         gc.freeze()
+        problem = finish_streams(streams)
+        if problem is not None:
+            click.echo(f"eagle3lint: error: {problem}", err=True)
+            sys.exit(EXIT_ERROR)  # replaces the run's own exit: its report was lost
 
 
 def _run(argv: list[str] | None) -> None:
@@ -352,7 +372,7 @@ def _run(argv: list[str] | None) -> None:
     except KeyboardInterrupt:
         click.echo("eagle3lint: interrupted", err=True)
         sys.exit(EXIT_INTERRUPTED)
-    except BrokenPipeError:
+    except BrokenPipeError:  # the reader went away (``| head -1``): nothing to say
         sys.exit(EXIT_ERROR)
     except Exception:  # an internal error is still exit 2, with enough to file a bug
         click.echo("eagle3lint: internal error (please report):", err=True)

@@ -9,6 +9,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import os
+import stat
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +29,8 @@ DEFAULT_OUTPUT_FORMAT = "concise"
 SEVERITIES = ("error", "warning", "info")
 DEFAULT_FAIL_ON = "warning"
 CACHE_DIR_NAME = ".eagle3lint_cache"
+# A settings file is a few hundred bytes; anything this large is not one.
+MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 
 class ConfigError(UsageError):
@@ -137,26 +141,103 @@ _MEMBER_KEYS: dict[str, type] = {"name": str, "kind": str, "role": str, "summary
 _TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", bool: "a boolean"}
 
 
+class NotRegularFile(OSError):
+    """A path that exists but is a folder, pipe, socket or device: never read as a file."""
+
+
+class FileTooLarge(OSError):
+    """A file larger than the reader accepts."""
+
+
+def file_kind(mode: int) -> str:
+    """What a non-regular file is, in words (for "is not a regular file (a named pipe)")."""
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISFIFO(mode):
+        return "a named pipe"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    return "not a plain file"
+
+
+def read_regular_file(path: Path, max_bytes: int) -> bytes:
+    """The bytes of the regular file ``path`` (symlinks followed), at most ``max_bytes``.
+
+    The path is stat'ed before it is opened (opening some devices acts on them), and opened
+    without blocking and checked again (a named pipe swapped in meanwhile would block the read,
+    ``/dev/zero`` would never end). Raises :class:`NotRegularFile`, :class:`FileTooLarge`, or
+    the ``OSError`` of the system call (``FileNotFoundError`` among them)."""
+    mode = os.stat(path).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(f"is not a regular file ({file_kind(mode)})")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise NotRegularFile(f"is not a regular file ({file_kind(info.st_mode)})")
+        if info.st_size > max_bytes:
+            raise FileTooLarge(f"is larger than {_size(max_bytes)}")
+        chunks: list[bytes] = []
+        left = max_bytes + 1  # one byte more tells a file that grew past the limit
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if left <= 0:
+            raise FileTooLarge(f"is larger than {_size(max_bytes)}")
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def _size(count: int) -> str:
+    mib = 1024 * 1024
+    return f"{count // mib} MiB" if count >= mib and count % mib == 0 else f"{count} bytes"
+
+
+def os_problem(exc: OSError) -> str:
+    """An ``OSError`` as the tail of "<file>: <problem>"."""
+    if isinstance(exc, (NotRegularFile, FileTooLarge)):
+        return str(exc)
+    if isinstance(exc, FileNotFoundError):
+        return "no such file"
+    return f"cannot be read: {exc.strerror or exc}"
+
+
+def _tool_table(path: Path, data: dict[str, Any]) -> dict[str, Any]:
+    """``[tool]`` of a parsed pyproject.toml (empty when absent); anything but a table there is
+    the file's error, never a crash or a silent skip."""
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{path}: 'tool' must be a table, not {_toml_type(tool)}")
+    return tool
+
+
+def _toml_type(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array"}.get(
+        type(value), type(value).__name__
+    )
+
+
 def find_config(start: Path | None = None) -> Path | None:
     """The nearest ``pyproject.toml`` with a ``[tool.eagle3lint]`` table, walking up."""
     folder = (start or Path.cwd()).resolve()
     for candidate in [folder, *folder.parents]:
         path = candidate / "pyproject.toml"
-        if path.is_file():
-            try:
-                data = _read_toml(path)
-            except ConfigError:
-                raise
-            if "eagle3lint" in data.get("tool", {}):
-                return path
+        if path.is_file() and "eagle3lint" in _tool_table(path, _read_toml(path)):
+            return path
     return None
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        raw = path.read_bytes()
+        raw = read_regular_file(path, MAX_CONFIG_BYTES)
     except OSError as exc:
-        raise ConfigError(f"{path}: cannot read configuration: {exc.strerror or exc}") from exc
+        raise ConfigError(f"{path}: cannot read configuration: {os_problem(exc)}") from exc
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -202,18 +283,25 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     path = config or find_config(start)
     if path is None:
         return Settings()
-    if config is not None and not config.is_file():
-        raise ConfigError(f"--config {config}: no such file")
+    if config is not None:
+        try:
+            mode = os.stat(config).st_mode
+        except FileNotFoundError:
+            raise ConfigError(f"--config {config}: no such file") from None
+        except OSError as exc:
+            raise ConfigError(f"--config {config}: {os_problem(exc)}") from exc
+        if not stat.S_ISREG(mode):
+            raise ConfigError(f"--config {config}: is not a regular file ({file_kind(mode)})")
     data = _read_toml(path)
     if path.name == "pyproject.toml" or "tool" in data:
-        table = data.get("tool", {}).get("eagle3lint")
+        table = _tool_table(path, data).get("eagle3lint")
         if table is None:
             raise ConfigError(f"{path}: has no [tool.eagle3lint] table")
         where = "[tool.eagle3lint]"
     else:
         table, where = data, "top level"
     if not isinstance(table, dict):
-        raise ConfigError(f"{path}: {where} must be a table")
+        raise ConfigError(f"{path}: {where} must be a table, not {_toml_type(table)}")
     _check_keys(path, where, table, _TOP_KEYS)
     known = set(known_rule_codes())
     settings = Settings(path=path.resolve())

@@ -73,6 +73,16 @@ class Mro:
 SummaryProvider = Callable[[list[ParseRequest]], list[ModuleSummary | FileError]]
 
 
+# Steps (module-level name lookups) one resolution may take before it is given up as Unknown.
+# Star imports that import one another make the routes to try multiply; real engine trees need
+# a handful of steps (sglang 0.5.23, vllm 0.18.0: 3 at most).
+LOOKUP_BUDGET = 1_000
+# How deep imports, aliases and star imports are followed for one name.
+MAX_LOOKUP_DEPTH = 24
+# What an Unknown owed to a depth or budget cut depends on: no frame may memoise it.
+_CUT = -1
+
+
 def _serial_provider(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
     return [parse_module(r) for r in requests]
 
@@ -90,6 +100,14 @@ class ProjectIndex:
         self.modules: dict[str, ModuleSummary | None] = {}
         self.errors: dict[str, FileError] = {}
         self._mro_cache: dict[ClassRef, Mro] = {}
+        # Module-level lookups already settled, by (module, name): star imports reach the same
+        # module by many routes, and each lookup is done once.
+        self._settled: dict[tuple[str, str], Resolved] = {}
+        # The lookups in progress (key -> position on the stack), and for each the lowest
+        # position of an unfinished lookup its answer leaned on (a cycle cut short there).
+        self._active: dict[tuple[str, str], int] = {}
+        self._leans_on: list[int] = []
+        self._steps = 0
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
@@ -156,7 +174,8 @@ class ProjectIndex:
     # ---- name resolution -----------------------------------------------------------------
     def resolve(self, module: str, dotted_name: str, _depth: int = 0) -> Resolved:
         """Resolve ``dotted_name`` as written in ``module``."""
-        if _depth > 24:
+        if _depth > MAX_LOOKUP_DEPTH:
+            self._lean_on(_CUT)
             return Unknown(f"import cycle while resolving {dotted_name}")
         head, _, rest = dotted_name.partition(".")
         first = self._resolve_in_module(module, head, _depth)
@@ -202,9 +221,49 @@ class ProjectIndex:
             return Unknown(f"module {parent} not found in the engine tree")
         return self._resolve_in_module(parent, name, depth + 1)
 
+    def _lean_on(self, position: int) -> None:
+        if self._leans_on:
+            self._leans_on[-1] = min(self._leans_on[-1], position)
+
     def _resolve_in_module(self, module: str, name: str, depth: int) -> Resolved:
-        if depth > 24:
+        """``name`` as seen in ``module``, memoised per (module, name).
+
+        A lookup met again while it is still in progress is a cycle (star imports of one
+        another): that route answers Unknown and the lookup further up tries the others. An
+        answer that leaned on such a cut short lookup above it is not memoised (from another
+        start the route may lead somewhere); like Tarjan's low-link, a frame's answer is
+        memoised only when nothing above it was cut short."""
+        key = (module, name)
+        settled = self._settled.get(key)
+        if settled is not None:
+            return settled
+        if key in self._active:
+            self._lean_on(self._active[key])
             return Unknown(f"import cycle while resolving {name}")
+        if not self._active:
+            self._steps = 0  # each outermost lookup gets the whole budget
+        self._steps += 1
+        if depth > MAX_LOOKUP_DEPTH:
+            self._lean_on(_CUT)
+            return Unknown(f"import cycle while resolving {name}")
+        if self._steps > LOOKUP_BUDGET:
+            # The same outermost lookup would run out again: only it may keep the answer.
+            self._lean_on(0)
+            return Unknown(f"gave up resolving {name}: too many import routes (star imports)")
+        position = len(self._active)
+        self._active[key] = position
+        self._leans_on.append(position)
+        try:
+            found = self._lookup_in_module(module, name, depth)
+        finally:
+            del self._active[key]
+            leaned = self._leans_on.pop()
+        self._lean_on(leaned)
+        if leaned >= position:
+            self._settled[key] = found
+        return found
+
+    def _lookup_in_module(self, module: str, name: str, depth: int) -> Resolved:
         summary = self.module(module)
         if summary is None:
             candidate = f"{module}.{name}"
@@ -230,7 +289,7 @@ class ProjectIndex:
         for star in summary.star_imports:
             if self.is_engine_name(star):
                 found = self._resolve_in_module(star, name, depth + 1)
-                if not isinstance(found, Unknown):
+                if not isinstance(found, Unknown) or self._steps > LOOKUP_BUDGET:
                     return found
             else:
                 return Unknown(f"{name} may come from 'from {star} import *'")
@@ -352,9 +411,11 @@ class ProjectIndex:
         head, _, rest = dotted_name.partition(".")
         if head in cls.init_param_defaults:
             # A constructor parameter: the class it defaults to (subclasses passing another one
-            # to super().__init__ are not followed).
+            # to super().__init__ are not followed). A default is evaluated where the function
+            # is defined, so it names something of the module, never a parameter or an import
+            # of the body (``model_cls=model_cls`` is the module's ``model_cls``).
             head_default = cls.init_param_defaults[head]
-            return self._resolve_in_class(owner, cls, head_default + (f".{rest}" if rest else ""))
+            return self.resolve(owner.module, head_default + (f".{rest}" if rest else ""))
         if head in cls.local_imports:
             target = cls.local_imports[head] + (f".{rest}" if rest else "")
             return self.resolve_qualified(target)

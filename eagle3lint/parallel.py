@@ -3,14 +3,23 @@
 Workers are forked (start-up is free: the parent has already imported everything) and return
 summaries, never syntax trees, so little crosses the process boundary. Small batches and
 single-core machines stay in-process, where a pool would only cost.
+
+Workers belong to the run that forked them: they ignore Ctrl-C (the terminal sends it to the
+whole process group; the parent stops them and reports the interrupt once), they die with the
+parent (a parent killed outright would otherwise leave them parsing, holding its stdout), and a
+pool left by an exception is killed rather than waited for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -30,6 +39,52 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+PARENT_POLL_S = 1.0
+
+
+def _worker_start(parent: int) -> None:
+    """Pool initializer, in each forked worker."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # Forked with SIGINT blocked (see WorkerPool._pool): unblocked once it is ignored.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if not _exit_with_parent():
+        # No prctl: a thread polls for the parent, which a worker outliving it no longer has.
+        threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    if os.getppid() != parent:  # the parent died before the kernel could be told
+        os._exit(1)
+
+
+def _exit_with_parent() -> bool:
+    """Ask Linux to kill this process when its parent dies; whether it could."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return int(libc.prctl(PR_SET_PDEATHSIG, int(signal.SIGKILL), 0, 0, 0)) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
+
+
+@contextlib.contextmanager
+def _sigint_blocked() -> Iterator[None]:
+    """SIGINT held back from this thread, so that a worker forked meanwhile cannot take a Ctrl-C
+    before its initializer ignores it (a pending signal is the parent's, not the child's)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def parse_serially(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
     return [parse_module(r) for r in requests]
 
@@ -47,7 +102,15 @@ class WorkerPool:
 
     def _pool(self) -> ProcessPoolExecutor:
         if self._executor is None:
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=multiprocessing.get_context("fork"))
+            self._executor = ProcessPoolExecutor(
+                self.workers,
+                mp_context=multiprocessing.get_context("fork"),
+                initializer=_worker_start,
+                initargs=(os.getpid(),),
+            )
+            # With fork, the first submit starts every worker.
+            with _sigint_blocked():
+                self._executor.submit(int).result()
         return self._executor
 
     def submit(self, fn: Callable[..., T], *args: Any) -> Future[T]:
@@ -73,11 +136,29 @@ class WorkerPool:
             self._executor.shutdown(wait=True, cancel_futures=True)
             self._executor = None
 
+    def terminate(self) -> None:
+        """Kill the workers now: after Ctrl-C or an error there is nothing to wait for."""
+        executor, self._executor = self._executor, None
+        if executor is None:
+            return
+        # ``_processes`` is private, but Python before 3.14 offers no way to stop a worker.
+        processes = list((getattr(executor, "_processes", None) or {}).values())
+        executor.shutdown(wait=False, cancel_futures=True)
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AttributeError):
+                process.kill()
+        for process in processes:
+            with contextlib.suppress(OSError, ValueError, AssertionError, AttributeError):
+                process.join(timeout=5)
+
     def __enter__(self) -> WorkerPool:
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self.terminate()
 
 
 def _size(path: str) -> int:

@@ -91,7 +91,12 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
         return FileError(request.path, f"syntax error at {where}: {exc.msg}")
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
-    return summary_of(request, text, tree)
+    try:
+        return summary_of(request, text, tree)
+    except RecursionError:
+        # Code the parser accepts can still nest deeper than a walk over it can follow; the file
+        # is reported, the rest of the tree still checked.
+        return FileError(request.path, "cannot be analysed: nested too deeply (recursion limit reached)")
 
 
 def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSummary:

@@ -164,18 +164,25 @@ class ModuleSummary:
 
 
 def dotted(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain; subscripts (``Generic[T]``) drop the index."""
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    if isinstance(node, ast.Subscript):
-        return dotted(node.value)
-    if isinstance(node, ast.Call):
-        inner = dotted(node.func)
-        return f"{inner}()" if inner else None
-    return None
+    """``a.b.c`` for a Name/Attribute chain; subscripts (``Generic[T]``) drop the index.
+
+    A loop down the chain, not recursion: a chain as long as the parser accepts (a base class
+    written ``a.a.a...`` a thousand deep) must not exhaust the interpreter's stack."""
+    suffixes: list[str] = []  # outermost first
+    while True:
+        if isinstance(node, ast.Attribute):
+            suffixes.append("." + node.attr)
+            node = node.value
+        elif isinstance(node, ast.Subscript):
+            node = node.value
+        elif isinstance(node, ast.Call):
+            suffixes.append("()")
+            node = node.func
+        elif isinstance(node, ast.Name):
+            suffixes.append(node.id)
+            return "".join(reversed(suffixes))
+        else:
+            return None
 
 
 def is_stub_body(body: list[ast.stmt]) -> bool:

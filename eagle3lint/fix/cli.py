@@ -6,7 +6,12 @@ file that could not be analysed or written).
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import os
+import signal
 import sys
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +33,50 @@ from eagle3lint.fix.planner import finding_key
 from eagle3lint.report.paths import display_path
 from eagle3lint.verify.cli import optional_verify_run_options
 
+EXIT_TERMINATED = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM during ``fix --apply``, raised where the process is, as Ctrl-C is."""
+
+
+def _sigterm_ends_apply_cleanly(command: Callable[..., None]) -> Callable[..., None]:
+    """With --apply, SIGTERM ends the command as Ctrl-C does (exit code 143)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        if not kwargs.get("apply_fixes"):
+            command(*args, **kwargs)
+            return
+        try:
+            with _terminate_as_interrupt():
+                command(*args, **kwargs)
+        except Terminated:
+            click.echo("eagle3lint: terminated", err=True)
+            sys.exit(EXIT_TERMINATED)
+
+    return wrapper
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the command like Ctrl-C: the file being written is finished or its
+    temporary file removed (``write_atomically``), and the workers are stopped. By default it
+    would end the process on the spot, leaving ``.*.eagle3lint-tmp`` files beside the sources."""
+
+    def raise_terminated(signum: int, frame: object) -> None:
+        raise Terminated
+
+    try:
+        previous = signal.signal(signal.SIGTERM, raise_terminated)
+    except ValueError:  # not the main thread (an embedding caller): leave signals to it
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
 
 @click.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
@@ -40,6 +89,7 @@ from eagle3lint.verify.cli import optional_verify_run_options
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("--verify", "then_verify", is_flag=True, help="After --apply, launch the patched engine with EAGLE-3 and report (see `eagle3lint verify`).")
 @optional_verify_run_options
+@_sigterm_ends_apply_cleanly
 def fix(
     paths: tuple[Path, ...],
     engine: str | None,
@@ -103,6 +153,11 @@ def fix(
         click.echo(f"{display_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
     base_note = ""
     if apply_fixes:
+        from eagle3lint.fix.write import remove_stale_temp_files
+
+        # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written.
+        for stale in remove_stale_temp_files({os.path.dirname(os.path.abspath(p)) for p in outcome.changes}):
+            click.echo(f"{display_path(stale)}: removed (a temporary file an interrupted fix left)", err=True)
         problems = write_changes(outcome)
         for path, problem in problems.items():
             if problem:

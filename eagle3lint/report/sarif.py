@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
@@ -31,7 +32,7 @@ LEVELS = {"error": "error", "warning": "warning", "info": "note"}
 def fingerprint(finding: Finding) -> str:
     """Stable across runs and line shifts: what is wrong (code, member) and where (qualname)."""
     key = "\0".join([finding.code, finding.qualname, finding.method, finding.variant or ""])
-    return hashlib.sha256(key.encode("utf-8")).hexdigest()[:32]
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
 def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
@@ -59,7 +60,9 @@ class Locator:
         rel = relative_posix(path, self.base)
         if rel is None:  # outside the repository: an absolute URI, no base
             return {"uri": Path(path).resolve().as_uri()}
-        return {"uri": quote(rel), "uriBaseId": SRCROOT}
+        # The name's bytes, percent-encoded (RFC 3986): a file name that is not valid UTF-8
+        # (``\xff\xfe.py``, held as surrogates) has no text form to quote.
+        return {"uri": quote(os.fsencode(rel)), "uriBaseId": SRCROOT}
 
     def physical(self, path: str, line: int, column: int | None = None) -> dict[str, Any]:
         location: dict[str, Any] = {"artifactLocation": self.artifact(path)}
@@ -143,7 +146,34 @@ def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, A
         "results": [sarif_result(f, rule_index, locator) for f in result.findings],
         "properties": {"engine": {"name": result.engine.name, "version": result.engine.version}},
     }
-    return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
+    log: dict[str, Any] = valid_text({"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]})
+    return log
+
+
+def valid_text(value: Any) -> Any:
+    """``value`` with every string made valid Unicode: a SARIF log is UTF-8 JSON, which has no
+    form for the lone surrogates that a file name that is not UTF-8 decodes to. Such a name's
+    bytes read ``\\xff`` in text (URIs carry them percent-encoded)."""
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "".join(_surrogate_text(ch) for ch in value)
+        return value
+    if isinstance(value, dict):
+        return {valid_text(k): valid_text(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [valid_text(v) for v in value]
+    return value
+
+
+def _surrogate_text(ch: str) -> str:
+    code = ord(ch)
+    if 0xDC80 <= code <= 0xDCFF:  # a byte that did not decode (os.fsdecode's surrogateescape)
+        return f"\\x{code - 0xDC00:02x}"
+    if 0xD800 <= code <= 0xDFFF:
+        return "\ufffd"
+    return ch
 
 
 def write_sarif(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
