@@ -21,6 +21,7 @@ UPPER = (
     "eagle3lint.runner",
     "eagle3lint.cache",
     "eagle3lint.config",
+    "eagle3lint.baseline",
     "eagle3lint.settings_view",
     "eagle3lint.engine_finder",
     "eagle3lint.file_scope",

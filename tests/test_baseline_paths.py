@@ -213,7 +213,7 @@ def test_a_replaced_baseline_keeps_its_mode(tree: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError(28, "No space left on device")], ids=["interrupt", "disk-full"])
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException) -> None:
     from eagle3lint import baseline
-    from eagle3lint.engine import discover_engine
+    from eagle3lint.engine_finder import discover_engine
 
     engine = discover_engine([FIXTURES / "sglang_basic"])
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engine import discover_engine
+from eagle3lint.engine_finder import discover_engine
 from eagle3lint.index import LOOKUP_BUDGET, ClassRef, ProjectIndex, Unknown
 from eagle3lint.runner import build_index
 from eagle3lint.summary import ModuleSummary, dotted
