@@ -53,9 +53,10 @@ class CaptureFacts:
     aux_unpacks: list[tuple[str, int]] = field(default_factory=list)
     # Calls of the logits hand-off: (line, whether an aux name or keyword is passed).
     logits_calls: list[tuple[int, bool]] = field(default_factory=list)
-    # ``[v + k for v in <ids>]`` in a setter: k (the explicit-ids offset); None when not found.
-    explicit_offset: int | None = None
+    # ``[v + k for v in <ids>]`` in a setter: each k (the explicit ids' offsets).
+    offsets: set[int] = field(default_factory=set)
     returns_intermediate: bool = False  # returns ``IntermediateTensors(...)`` on some path
+    calls: set[str] = field(default_factory=set)  # names called (``f(...)``, ``x.f(...)``)
 
 
 def _self_path(node: ast.AST, self_name: str) -> Path_ | None:
@@ -163,6 +164,8 @@ class _Extractor:
     def _call(self, node: ast.Call) -> None:
         name = _call_name(node)
         func = node.func
+        if name:
+            self.facts.calls.add(name)
         if name == "setattr" and isinstance(func, ast.Name) and len(node.args) >= 2:
             marker = _literal(node.args[1])
             layers = _layers_path(node.args[0], self.self_name)
@@ -187,15 +190,15 @@ class _Extractor:
                 self.facts.delegations.append((path, func.attr, node.lineno))
 
     def _offset(self, node: ast.ListComp) -> None:
-        """``[val + 1 for val in layer_ids]`` -> 1 (the first such comprehension)."""
-        if self.facts.explicit_offset is not None or len(node.generators) != 1:
+        """``[val + 1 for val in layer_ids]`` -> 1."""
+        if len(node.generators) != 1:
             return
         target = _name(node.generators[0].target)
         element = node.elt
         if target is None:
             return
         if isinstance(element, ast.Name) and element.id == target:
-            self.facts.explicit_offset = 0
+            self.facts.offsets.add(0)
         elif (
             isinstance(element, ast.BinOp)
             and isinstance(element.op, (ast.Add, ast.Sub))
@@ -204,7 +207,7 @@ class _Extractor:
             and isinstance(element.right.value, int)
         ):
             value = element.right.value
-            self.facts.explicit_offset = value if isinstance(element.op, ast.Add) else -value
+            self.facts.offsets.add(value if isinstance(element.op, ast.Add) else -value)
 
     # ---- the decoder loop --------------------------------------------------------------------
     def _loop(self, loop: ast.For | ast.AsyncFor) -> None:
@@ -261,6 +264,15 @@ class _Extractor:
     def _index_uses(self, loop: ast.For | ast.AsyncFor, fact: LoopFact) -> None:
         index = fact.index
         captured: set[int] = set()
+        # ``self.start_layer + idx``: made global by hand, neither a local capture nor another use.
+        globalized = {
+            id(n)
+            for stmt in loop.body
+            for node in ast.walk(stmt)
+            if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and "start_layer" in ast.unparse(node)
+            for n in (node.left, node.right)
+            if _name(n) == index
+        }
         for node in (n for stmt in loop.body for n in ast.walk(stmt)):
             if isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.In):
                 right = _self_path(node.comparators[0], self.self_name)
@@ -274,7 +286,10 @@ class _Extractor:
                         captured.add(id(arg.left))
                         if isinstance(arg.right.value, int) and isinstance(arg.op, ast.Add):
                             fact.capture_offset = arg.right.value
-        uses = [n for stmt in loop.body for n in ast.walk(stmt) if isinstance(n, ast.Name) and n.id == index and isinstance(n.ctx, ast.Load)]
+        uses = [
+            n for stmt in loop.body for n in ast.walk(stmt)
+            if isinstance(n, ast.Name) and n.id == index and isinstance(n.ctx, ast.Load) and id(n) not in globalized
+        ]
         fact.capture_uses = sum(1 for n in uses if id(n) in captured)
         fact.other_uses = len(uses) - fact.capture_uses
 
@@ -325,8 +340,16 @@ class CaptureSpec:
 
     functions: frozenset[str]  # the methods whose capture facts are collected (forward, setters)
     setters: frozenset[str]  # methods whose call on an inner object is a delegation of the setter
+    eagle3_setter: str = ""  # the one the engine calls for EAGLE-3
+    flag: str = ""  # the target's own "return the aux hidden states" flag
+    initial: tuple[tuple[str, str], ...] = ()  # attribute -> the value ``__init__`` should give it
+    ids: str = "output"  # what a requested layer id names: a layer's "output" or its "input"
+    # Whether the core reports a decoder whose loop captures nothing; False where an engine
+    # rule of its own already does (vLLM's forward-never-collects).
+    report_uncollected: bool = True
     words: tuple[str, ...] = ("capture", "aux_hidden_state")  # what names the capture state
     collect_calls: frozenset[str] = frozenset()  # helpers a decoder collects with
+    collect_reads: frozenset[str] = frozenset()  # the capture state those helpers read
     logits_call: str = ""  # the hand-off: ``self.logits_processor``
     logits_keyword: str = ""
 

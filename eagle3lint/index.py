@@ -400,26 +400,60 @@ class ProjectIndex:
                         else:
                             out.append(self._attribute_path(ref, inner, _depth + 1))
                     else:
-                        out.append(self._resolve_in_class(current, cls, construction.callee))
+                        out.append(self._resolve_in_class(current, cls, construction.callee, ref))
                 return out
             if entry is not None:
                 return [Unknown(f"self.{attr} is not assigned a constructed object")]
         return []
 
-    def _resolve_in_class(self, owner: ClassRef, cls: ClassSummary, dotted_name: str) -> Resolved:
+    def _resolve_in_class(self, owner: ClassRef, cls: ClassSummary, dotted_name: str, instance: ClassRef | None = None) -> Resolved:
         """A name used in ``owner.__init__``: its local imports first, then its module."""
         head, _, rest = dotted_name.partition(".")
         if head in cls.init_param_defaults:
-            # A constructor parameter: the class it defaults to (subclasses passing another one
-            # to super().__init__ are not followed). A default is evaluated where the function
-            # is defined, so it names something of the module, never a parameter or an import
-            # of the body (``model_cls=model_cls`` is the module's ``model_cls``).
+            # A constructor parameter: what the instance's class hands it through
+            # ``super().__init__(...)``, else the class it defaults to. A default is evaluated
+            # where the function is defined, so it names something of the module, never a
+            # parameter or an import of the body (``model_cls=model_cls`` is the module's).
+            passed = self._passed_down(instance, owner, head) if instance is not None else None
+            if passed is not None:
+                return passed
             head_default = cls.init_param_defaults[head]
             return self.resolve(owner.module, head_default + (f".{rest}" if rest else ""))
         if head in cls.local_imports:
             target = cls.local_imports[head] + (f".{rest}" if rest else "")
             return self.resolve_qualified(target)
         return self.resolve(owner.module, dotted_name)
+
+    def _passed_down(self, instance: ClassRef, owner: ClassRef, param: str) -> Resolved | None:
+        """The value a subclass between ``instance`` and ``owner`` passes for ``owner.__init__``'s
+        ``param`` (``super().__init__(config, language_model_cls)`` in
+        ``Qwen3_5ForConditionalGeneration``), as the class it names; None when none does."""
+        classes = self.mro(instance).classes
+        if owner not in classes:
+            return None
+        owner_init = getattr(self.class_summary(owner), "methods", {}).get("__init__")
+        if owner_init is None:
+            return None
+        position = owner_init.params.positional.index(param) if param in owner_init.params.positional else None
+        # The nearest subclass that calls super().__init__ decides (it is the one that runs).
+        for current in reversed(classes[: classes.index(owner)]):
+            summary = self.class_summary(current)
+            init = summary.methods.get("__init__") if summary is not None else None
+            if init is None or init.super_init_args is None:
+                continue
+            positional, keywords = init.super_init_args
+            value = keywords.get(param)
+            if value is None and position is not None and position < len(positional):
+                value = positional[position]
+            if value is None:
+                return None
+            head, _, rest = value.partition(".")
+            if summary is not None and head in summary.init_param_defaults:
+                value = summary.init_param_defaults[head] + (f".{rest}" if rest else "")
+            elif summary is not None and head in init.params.positional + init.params.keyword_only:
+                return None  # a parameter without a default: chosen by the caller
+            return self.resolve(current.module, value)
+        return None
 
     def _attribute_path(self, ref: ClassRef, path: str, depth: int) -> Resolved:
         """``self.language_model.model`` -> the class of ``model`` inside the language model."""

@@ -19,6 +19,10 @@ CORE_RULE_CODES: dict[str, str] = {
     "E3L006": "presence-not-provable",
     "E3L014": "stale-interface-override",
     "E3L020": "eagle3-not-implemented",
+    "E3L101": "capture-state-never-read",
+    "E3L102": "aux-not-handed-off",
+    "E3L103": "capture-flag-not-initialised",
+    "E3L104": "capture-offset-mismatch",
     "E3L900": "unused-suppression",
 }
 

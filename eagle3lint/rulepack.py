@@ -128,14 +128,30 @@ def _capture_spec(pack_path: Path, table: Any) -> CaptureSpec | None:
     functions = _strings(pack_path, table, "capture.functions")
     words = _strings(pack_path, table, "capture.words")
     collect = _strings(pack_path, table, "capture.collect_calls")
+    collect_reads = _strings(pack_path, table, "capture.collect_reads")
     logits_call, logits_keyword = table.get("logits_call", ""), table.get("logits_keyword", "")
     if not isinstance(logits_call, str) or not isinstance(logits_keyword, str):
         raise UsageError(f"{pack_path}: capture.logits_call and capture.logits_keyword must be strings")
+    initial = table.get("initial", {})
+    ids = table.get("ids", "output")
+    if not isinstance(initial, dict) or not all(isinstance(v, str) for v in initial.values()):
+        raise UsageError(f"{pack_path}: capture.initial must be a table of strings (Python expressions)")
+    if ids not in ("output", "input"):
+        raise UsageError(f"{pack_path}: capture.ids must be 'output' or 'input'")
+    report_uncollected = table.get("report_uncollected", True)
+    if not isinstance(report_uncollected, bool):
+        raise UsageError(f"{pack_path}: capture.report_uncollected must be true or false")
     return CaptureSpec(
         functions=frozenset(functions) | frozenset(setters),
         setters=frozenset(setters),
+        eagle3_setter=setters[0] if setters else "",
+        flag=str(table.get("flag", "")),
+        initial=tuple(sorted(initial.items())),
+        ids=ids,
+        report_uncollected=report_uncollected,
         words=words or ("capture", "aux_hidden_state"),
         collect_calls=frozenset(collect),
+        collect_reads=frozenset(collect_reads),
         logits_call=logits_call,
         logits_keyword=logits_keyword,
     )

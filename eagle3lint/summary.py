@@ -83,6 +83,9 @@ class FunctionSummary:
     capture: CaptureFacts | None = None
     # ``super(X, self).__init__()`` in an ``__init__``: the class X whose ``__init__`` it skips.
     super_skips: str | None = None
+    # ``super().__init__(a, b, c=d)`` in an ``__init__``: the names passed, by position (None for
+    # anything but a plain name) and by keyword; a subclass hands a base its constructor classes.
+    super_init_args: tuple[tuple[str | None, ...], dict[str, str]] | None = None
 
     @property
     def is_property(self) -> bool:
@@ -119,6 +122,8 @@ class InstanceAttr:
     lineno: int
     method: str
     constructions: list[Construction] = field(default_factory=list)
+    # Assigned in ``__init__`` (not only in a setter or another method).
+    in_init: bool = False
 
 
 @dataclass
@@ -474,6 +479,7 @@ def _summarize_function(
         all_args = [*node.args.posonlyargs, *node.args.args]
         _collect_with_assigns(node.body, all_args[0].arg if all_args else "self", summary.with_assigns, None)
         summary.super_skips = _super_skip(node)
+        summary.super_init_args = _super_init_args(node)
     if is_method and capture is not None and node.name in capture.functions:
         all_args = [*node.args.posonlyargs, *node.args.args]
         summary.capture = capture.facts(node, all_args[0].arg if (drop_first and all_args) else "self")
@@ -494,6 +500,24 @@ def _summarize_function(
         summary.walked = True
         assigns = walker.assigns
     return summary, assigns
+
+
+def _super_init_args(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str | None, ...], dict[str, str]] | None:
+    for stmt in node.body:
+        call = stmt.value if isinstance(stmt, ast.Expr) else None
+        if (
+            isinstance(call, ast.Call)
+            and isinstance(call.func, ast.Attribute)
+            and call.func.attr == "__init__"
+            and isinstance(call.func.value, ast.Call)
+            and dotted(call.func.value.func) == "super"
+        ):
+            if any(isinstance(a, ast.Starred) for a in call.args):
+                return (), {}  # it runs, with arguments that cannot be followed
+            positional = tuple(dotted(a) if isinstance(a, (ast.Name, ast.Attribute)) else None for a in call.args)
+            keywords = {k.arg: name for k in call.keywords if k.arg and (name := dotted(k.value)) is not None}
+            return positional, keywords
+    return None
 
 
 def _super_skip(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
@@ -777,6 +801,8 @@ class _ModuleBuilder:
         if entry is None:
             entry = InstanceAttr(name=attr, lineno=lineno, method=method)
             cls.instance_attrs[attr] = entry
+        if method == "__init__":
+            entry.in_init = True
         if value is not None and method == "__init__":
             entry.constructions.extend(_construction(value, lineno, branch))
 

@@ -39,7 +39,7 @@ def codes(cause: object) -> list[str | None]:
         ("crash-inner-lacks", "interface", ["E3L004"], "language_model"),
         ("crash-embed-head", "interface", ["E3L001", "E3L004"], "get_embed_and_head"),
         ("crash-signature", "interface", ["E3L005"], "cannot accept"),
-        ("crash-bare-assert", "aux-capture", ["capture rules"], "never collected"),
+        ("crash-bare-assert", "aux-capture", ["E3L101"], "never collected"),
         ("crash-shapes", "config-mismatch", [], "hidden size"),
         ("crash-oom", "environment", [], "out of memory"),
     ],

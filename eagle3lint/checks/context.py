@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.findings import Finding, Related
@@ -11,6 +12,8 @@ from eagle3lint.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
 from eagle3lint.rulepack import RulePack
 from eagle3lint.suppressions import Suppression
+
+T = TypeVar("T")
 
 if TYPE_CHECKING:
     from eagle3lint.inference import InnerModelInference
@@ -43,11 +46,19 @@ class CheckContext:
     # Filled once every rule ran: each checked model's verdict, by (qualname, variant).
     verdicts: dict[tuple[str, str | None], Verdict] = field(default_factory=dict)
     _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
+    _shared: dict[str, Any] = field(default_factory=dict)
     _inference: InnerModelInference | None = None
 
     @property
     def pack(self) -> RulePack:
         return self.index.engine.pack
+
+    def shared(self, key: str, make: Callable[[], T]) -> T:
+        """An analysis the rules share within one run (built by ``make`` the first time)."""
+        if key not in self._shared:
+            self._shared[key] = make()
+        value: T = self._shared[key]
+        return value
 
     # ---- requirements --------------------------------------------------------------------
     def required_sites(self, model: ModelClass, member: MemberContract) -> list[ContractSite]:

@@ -48,9 +48,12 @@ class VllmContractExtension(ContractExtension):
         return list(self._errors)
 
     def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
-        from eagle3lint.engines.vllm.protocol import VllmContract, read_allow_list
+        from eagle3lint.engines.vllm.pack import vllm_pack
+        from eagle3lint.engines.vllm.protocol import VllmContract, read_allow_list, read_pp_guard
 
-        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, read_allow_list(self.engine))}
+        vpack = vllm_pack(self.engine.pack)
+        guard = read_pp_guard(self.engine, vpack.pp_flag, vpack.pp_guard_files)
+        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, read_allow_list(self.engine), guard)}
 
 
 class VllmAdapter(EngineAdapter):
@@ -62,6 +65,8 @@ class VllmAdapter(EngineAdapter):
         "E3L013": "undeclared-eagle3-support",
         "E3L015": "platform-variants-disagree",
         "E3L016": "holder-not-provable",
+        "E3L105": "pp-local-layer-index",
+        "E3L106": "pp-aux-not-packed",
     }
     # E3L016 says what presence-not-provable would, from the holder analysis.
     replaces_core_rules = frozenset({"E3L006"})
@@ -93,9 +98,10 @@ class VllmAdapter(EngineAdapter):
         return ModelsInContext(models, unresolved, context)
 
     def rules(self) -> tuple[type[Rule], ...]:
+        from eagle3lint.engines.vllm.capture_rules import VLLM_CAPTURE_RULES
         from eagle3lint.engines.vllm.rules import VLLM_RULES
 
-        return VLLM_RULES
+        return (*VLLM_RULES, *VLLM_CAPTURE_RULES)
 
     def fix_patterns(self) -> tuple[type[FixPattern], ...]:
         from eagle3lint.engines.vllm.fixes import FIX_PATTERNS

@@ -32,6 +32,10 @@ class DecoderLoop:
     index: str | None  # the loop's index variable; None when the loop needs one
     start: str | None  # for a loop that needs an index: enumerate's ``start=`` (None: from 0)
     first_index: str  # the layer index of the loop's input (the embeddings): "0" or the start
+    # What the index counts from when it is local to this rank's slice (``enumerate`` of
+    # ``islice(self.layers, start, end)`` without ``start=``): the slice's start, added to it
+    # wherever a global layer id is meant. None when the index is global already.
+    index_offset: str | None
     hidden: str
     residual: str  # "None" for layers without a residual stream
     final_return: ast.Return
@@ -49,7 +53,7 @@ def find_decoder_loop(forward: Function, layers: str, loop_range: list[str], whe
         raise NotCommonShape(f"the loop in `{where}` shares its line or has an `else`")
     shape = _layer_loop(loop, layers, loop_range)
     assert shape is not None
-    index, start, first_index, layer = shape
+    index, start, first_index, layer, index_offset = shape
     calls = [s for s in loop.body if _layer_call(s, layer)]
     if len(calls) != 1 or not alone_on_its_line(calls[0], loop.body):
         raise NotCommonShape(f"the loop in `{where}` has no single `hidden_states, residual = {layer}(...)`")
@@ -62,21 +66,21 @@ def find_decoder_loop(forward: Function, layers: str, loop_range: list[str], whe
     if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == hidden):
         raise NotCommonShape(f"`{where}` does not end with `return {hidden}`")
     bound = _bound_before(forward, loop.lineno) | {"None"}
-    return DecoderLoop(loop, index, start, first_index, hidden, residual, last, {hidden, residual} <= bound)
+    return DecoderLoop(loop, index, start, first_index, index_offset, hidden, residual, last, {hidden, residual} <= bound)
 
 
-def _layer_loop(loop: ast.For, layers: str, loop_range: list[str]) -> tuple[str | None, str | None, str, str] | None:
-    """(index variable, enumerate start, index of the input, the layer callee) of a loop over
-    the layers, or None."""
+def _layer_loop(loop: ast.For, layers: str, loop_range: list[str]) -> tuple[str | None, str | None, str, str, str | None] | None:
+    """(index variable, enumerate start, index of the input, the layer callee, what a local
+    index counts from) of a loop over the layers, or None."""
     target, iterable = loop.target, loop.iter
     start_text = loop_range[0] if loop_range else "0"
     if isinstance(target, ast.Name):
         if _range_part(iterable, layers, loop_range):
-            return None, start_text, start_text, target.id
+            return None, start_text, start_text, target.id, None
         if ast.unparse(iterable) == layers:
-            return None, None, "0", target.id
+            return None, None, "0", target.id, None
         if isinstance(iterable, ast.Call) and dotted_text(iterable.func) == "range" and _texts(iterable.args) == loop_range:
-            return target.id, None, start_text, _indexed_layer(loop, layers, target.id)
+            return target.id, None, start_text, _indexed_layer(loop, layers, target.id), None
         return None
     if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts)):
         return None
@@ -89,13 +93,15 @@ def _layer_loop(loop: ast.For, layers: str, loop_range: list[str]) -> tuple[str 
         if len(iterable.keywords) != len(starts):
             return None
         if not starts:
-            return index, None, "0", layer
-        return (index, None, start_text, layer) if ast.unparse(starts[0].value) == start_text else None
+            # Numbered from 0 on every pipeline rank: the global id is the slice's start plus it.
+            sliced = _range_part(inner, layers, loop_range)
+            return (index, None, start_text, layer, start_text) if sliced else (index, None, "0", layer, None)
+        return (index, None, start_text, layer, None) if ast.unparse(starts[0].value) == start_text else None
     if _islice(iterable) and isinstance(iterable, ast.Call):
         inner = iterable.args[0]
         enumerated = isinstance(inner, ast.Call) and dotted_text(inner.func) == "enumerate" and _texts(inner.args) == [layers] and not inner.keywords
         if enumerated and _texts(iterable.args[1:]) == loop_range:
-            return index, None, start_text, layer
+            return index, None, start_text, layer, None
     return None
 
 

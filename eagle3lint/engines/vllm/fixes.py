@@ -305,8 +305,10 @@ class HolderCollect(FixPattern):
                 raise NotCommonShape(f"`{where}` already uses every index name the template may add")
             index = free[0]
             edits.append(EnumerateLoop(*path, "forward", shape.loop.lineno, index, shape.start))
+        # A rank-local index gets the slice's start: the requested layer ids are global.
+        global_index = f"{shape.index_offset} + {index}" if shape.index_offset else index
         variables = {
-            "aux": aux, "collect": collect, "index": index, "first_index": shape.first_index,
+            "aux": aux, "collect": collect, "index": global_index, "first_index": shape.first_index,
             "hidden": shape.hidden, "residual": shape.residual,
         }
         flags = frozenset({"inputs_before_loop"}) if shape.inputs_before else frozenset()

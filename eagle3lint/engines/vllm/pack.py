@@ -37,6 +37,11 @@ class VllmPack:
     # [platforms]
     platform_markers: tuple[str, ...]
     platform_folders: tuple[str, ...]
+    # [pipeline]: the decoder flag the runner reads before EAGLE-3 with PP, the files it is read
+    # in, and the calls a decoder packs earlier ranks' aux hidden states with
+    pp_flag: str
+    pp_guard_files: tuple[str, ...]
+    pp_pack_calls: tuple[str, ...]
     # top level
     walk_methods: tuple[str, ...]
     inner_model_class: str
@@ -70,6 +75,7 @@ def _parse(pack: RulePack) -> VllmPack:
     registry = _table(data, "registry")
     platforms = _table(data, "platforms")
     holders = _table(data, "holders")
+    pipeline = _table(data, "pipeline")
     sections = registry.get("sections", {})
     if not isinstance(sections, dict) or not all(v in SECTION_KINDS for v in sections.values()):
         raise UsageError(
@@ -96,6 +102,9 @@ def _parse(pack: RulePack) -> VllmPack:
         default_section=default_section,
         platform_markers=_strs(platforms, "platforms", "markers", ("current_platform",)),
         platform_folders=_strs(platforms, "platforms", "folders"),
+        pp_flag=_str(pipeline, "pipeline", "flag", ""),
+        pp_guard_files=_strs(pipeline, "pipeline", "guard_files"),
+        pp_pack_calls=_strs(pipeline, "pipeline", "pack_calls"),
         walk_methods=_strs(data, "", "walk_methods"),
         inner_model_class=_str(data, "", "inner_model_class", "."),
         language_model_marker=_str(holders, "holders", "language_model_marker", ""),

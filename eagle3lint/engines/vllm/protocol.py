@@ -173,6 +173,34 @@ class AllowList:
         return {"path": self.path, "line": self.line, "model_types": list(self.model_types)}
 
 
+@dataclass(frozen=True)
+class PPGuard:
+    """The runner reads the decoder's PP flag before it allows EAGLE-3 with pipeline parallelism."""
+
+    path: str
+    line: int
+    flag: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"path": self.path, "line": self.line, "flag": self.flag}
+
+
+def read_pp_guard(engine: Engine, flag: str, files: tuple[str, ...]) -> PPGuard | None:
+    """The first line of the pack's PP-guard files that reads ``flag`` (a plain text search: the
+    flag is a distinctive name, and reading it is what the guard does)."""
+    if not flag:
+        return None
+    for rel in files:
+        path = engine.root / rel
+        data = read_source(str(path)) if path.is_file() else None
+        if not isinstance(data, bytes) or flag.encode() not in data:
+            continue
+        for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
+            if flag in line and not line.lstrip().startswith("#"):
+                return PPGuard(Path(path).relative_to(engine.source_root).as_posix(), number, flag)
+    return None
+
+
 @dataclass
 class VllmContract:
     """``Contract.extra["vllm"]``: the protocol (or None), the check function's call sites and
@@ -181,10 +209,14 @@ class VllmContract:
     protocol: VllmProtocol | None
     check_sites: list[CheckCall] = field(default_factory=list)
     allow_list: AllowList | None = None
+    # Where the runner refuses EAGLE-3 with pipeline parallelism for a model whose decoder does
+    # not set the pack's PP flag (``supports_aux_hidden_states_over_pp``): (path, line), or None
+    # where no runner reads it (PP with EAGLE-3 is then never refused per model).
+    pp_guard: PPGuard | None = None
 
     @classmethod
-    def from_scan(cls, protocol: VllmProtocol | None, check_calls: list[CheckCall], allow_list: AllowList | None = None) -> VllmContract:
-        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list)
+    def from_scan(cls, protocol: VllmProtocol | None, check_calls: list[CheckCall], allow_list: AllowList | None = None, pp_guard: PPGuard | None = None) -> VllmContract:
+        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list, pp_guard)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +226,7 @@ class VllmContract:
                 for s in self.check_sites
             ],
             "model_type_allow_list": self.allow_list.to_json() if self.allow_list else None,
+            "pp_guard": self.pp_guard.to_json() if self.pp_guard else None,
         }
 
     def __str__(self) -> str:

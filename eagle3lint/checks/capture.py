@@ -1,0 +1,373 @@
+"""Capture data-flow rules: the target has the interface, but does the drafter get the states?
+
+They follow what the engine's setter writes to where the decoder's ``forward`` reads it
+(``eagle3lint.capture``), and where the causal LM's ``forward`` sends what it captured. Which
+names are capture state, the setter, the flag and the hand-off are rule-pack data
+(``[capture]`` in ``rules/<engine>.toml``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from eagle3lint.capture import CaptureAnalysis, Method, Reads, Write
+from eagle3lint.capture_facts import CaptureSpec
+from eagle3lint.checks.base import Rule
+from eagle3lint.checks.context import CheckContext
+from eagle3lint.findings import Finding, Related
+from eagle3lint.index import ClassRef
+from eagle3lint.models import TARGET, ModelClass
+
+
+def capture_analysis(ctx: CheckContext) -> CaptureAnalysis:
+    """One analysis per run, shared by the core's and the engines' capture rules."""
+    spec = ctx.pack.capture or CaptureSpec(functions=frozenset(), setters=frozenset())
+    return ctx.shared("capture", lambda: CaptureAnalysis(ctx.index, spec))
+
+
+_analysis = capture_analysis
+
+
+def _setter(ctx: CheckContext, model: ModelClass) -> Method | None:
+    spec = ctx.pack.capture
+    if spec is None or not spec.eagle3_setter or model.kind != TARGET:
+        return None
+    method = _analysis(ctx).method(model.ref, spec.eagle3_setter)
+    if method is None or method.function.is_stub:
+        return None
+    return method
+
+
+def _where(ctx: CheckContext, ref: ClassRef, line: int, message: str) -> list[Related]:
+    module = ctx.index.module(ref.module)
+    return [Related(module.path, line, message)] if module is not None and line else []
+
+
+def _forward_line(ctx: CheckContext, ref: ClassRef) -> tuple[ClassRef, int] | None:
+    lookup = ctx.index.lookup(ref, "forward")
+    if lookup.owner is None or lookup.function is None:
+        return None
+    return lookup.owner, lookup.function.lineno
+
+
+class CaptureStateNeverRead(Rule):
+    """
+    ## What it does
+    Follows what a target's EAGLE-3 setter (`set_eagle3_layers_to_capture`) writes, through
+    delegation, `super()` and inheritance, to the objects it lands on (the decoder in
+    `self.model`, an inner language model), and reports a target none of whose writes reach what
+    that object's `forward` reads: the setter records a list of layer ids (`layers_to_capture`)
+    while the decoder captures the layers whose per-layer marker (`_is_layer_to_capture`) is
+    set, which only another algorithm's setter sets; or the decoder's loop captures nothing at
+    all. Dead writes beside one that is read are not findings.
+
+    ## Why is this bad?
+    The server starts and EAGLE-3 is on, yet no hidden state is captured: the target's forward
+    then unpacks `(hidden_states, aux_hidden_states)` from a plain tensor (an opaque unpack
+    error at CUDA-graph capture), or the drafter runs on nothing. This is sglang#25408: the
+    Qwen3.5 VL wrappers inherited a setter that only assigned `layers_to_capture`.
+
+    ## Example
+    ```python
+    class FooForConditionalGeneration(BaseVL):   # setter: self.model.layers_to_capture = ids
+        ...
+    class FooForCausalLM(nn.Module):             # self.model
+        def forward(self, ...):
+            for layer in self.layers:
+                out = layer(..., capture=aux if getattr(layer, "_is_layer_to_capture", False) else None)
+    ```
+    Use instead: delegate to the inner model's own setter,
+    `self.model.set_eagle3_layers_to_capture(layer_ids)`, which sets the markers it reads.
+
+    ## Fix safety
+    Safe where the inner model's own setter is proven to reach its reads and the wrapper only
+    sets its own flag: a delegating override is added to the class. Display-only otherwise.
+
+    ## References
+    sglang#25408; sglang#38307.
+    """
+
+    code = "E3L101"
+    name = "capture-state-never-read"
+    family = "capture"
+    fix_safety = "safe"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        spec = ctx.pack.capture
+        for model in ctx.models:
+            setter = _setter(ctx, model)
+            if setter is None or spec is None:
+                continue
+            analysis = _analysis(ctx)
+            writes, _complete = analysis.writes(model.ref, spec.eagle3_setter)
+            by_holder: dict[ClassRef, list[Write]] = {}
+            for write in writes:
+                by_holder.setdefault(write.holder, []).append(write)
+            for holder, holder_writes in by_holder.items():
+                reads = analysis.reads(holder)
+                problem = _unread(holder_writes, reads)
+                if problem is None or not reads.found or (problem == "nothing" and not spec.report_uncollected):
+                    continue
+                yield self._finding(ctx, model, setter, holder, holder_writes, reads, problem)
+                break
+
+    def _finding(self, ctx: CheckContext, model: ModelClass, setter: Method, holder: ClassRef, writes: list[Write], reads: Reads, problem: str) -> Finding:
+        spec = ctx.pack.capture
+        assert spec is not None
+        written = ", ".join(dict.fromkeys(w.describe() for w in writes))
+        via = writes[0].path
+        where = "self" + "".join(f".{p}" for p in via)
+        if problem == "mismatch":
+            wanted = sorted(reads.markers) or sorted(reads.attributes)
+            kind = "the per-layer marker" if reads.markers else "the attribute"
+            others = _other_writers(ctx, holder, model.ref, set(wanted))
+            by = f", which only {others} sets" if others else ", which nothing in the tree sets for EAGLE-3"
+            reads_text = f"captures the layers by {kind} {', '.join(f'`{w}`' for w in wanted)}{by}"
+        else:
+            reads_text = "captures no hidden state in its decoder loop"
+        message = (
+            f"`{model.summary.name}`'s EAGLE-3 setter (`{setter.owner.qualname}.{spec.eagle3_setter}`) writes {written}, "
+            f"but `{reads.where}` (`{where}`: `{holder.qualname}`) {reads_text}: with EAGLE-3 on nothing is captured, "
+            "and the target's forward fails unpacking `(hidden_states, aux_hidden_states)` or the drafter gets no states"
+        )
+        related = _where(ctx, setter.owner, setter.function.lineno, f"{setter.owner.qualname}.{spec.eagle3_setter}: the writes")
+        forward = _forward_line(ctx, holder)
+        if forward is not None:
+            related += _where(ctx, forward[0], forward[1], f"{reads.where}: what the capture reads")
+        finding = ctx.finding(
+            CaptureStateNeverRead, model, spec.eagle3_setter, message, [],
+            data={"holder": str(holder), "path": list(via), "writes": [w.name for w in writes], "reads": sorted(reads.markers | reads.attributes)},
+        )
+        finding.related = related
+        return finding
+
+
+def _unread(writes: list[Write], reads: Reads) -> str | None:
+    """"mismatch" when the object reads capture state none of the writes sets, "nothing" when
+    attributes are written to a decoder whose loop reads none; None when a write is read (or
+    nothing can be said: markers may be read by the layers themselves)."""
+    if any((w.marker and w.name in reads.markers) or (not w.marker and w.name in reads.attributes) for w in writes):
+        return None
+    if reads.captures:
+        return "mismatch"
+    if all(not w.marker for w in writes) and reads.loops:
+        return "nothing"
+    return None
+
+
+def _other_writers(ctx: CheckContext, holder: ClassRef, model: ClassRef, names: set[str]) -> str:
+    """The other setters (another algorithm's) whose writes set ``names`` on ``holder``."""
+    spec = ctx.pack.capture
+    assert spec is not None
+    analysis = _analysis(ctx)
+    found: list[str] = []
+    for setter in sorted(spec.setters - {spec.eagle3_setter}):
+        for ref in (model, holder):
+            writes, _ = analysis.writes(ref, setter)
+            for write in writes:
+                if write.holder == holder and write.name in names and write.setter not in found:
+                    found.append(write.setter)
+    return " and ".join(f"`{name}`" for name in found)
+
+
+class AuxNotHandedOff(Rule):
+    """
+    ## What it does
+    Reports a target whose `forward` unpacks the aux hidden states from its decoder
+    (`hidden_states, aux_hidden_states = hidden_states`) but never passes them to the logits
+    processor (`self.logits_processor(..., aux_hidden_states)`), the hand-off the engine reads
+    them from on the last pipeline rank.
+
+    ## Why is this bad?
+    No error anywhere: the logits processor falls back to the final hidden state, the EAGLE-3
+    head skips its `fc` because the widths happen to match, and acceptance sits at about one
+    token per step. Qwen2.5-VL shipped this in SGLang 0.5.5.post3 (fixed by sglang#13904).
+
+    ## Example
+    ```python
+    if self.capture_aux_hidden_states:
+        hidden_states, aux_hidden_states = hidden_states
+    return self.logits_processor(input_ids, hidden_states, self.lm_head, forward_batch)
+    ```
+    Use instead: `self.logits_processor(input_ids, hidden_states, self.lm_head, forward_batch,
+    aux_hidden_states)`.
+
+    ## Fix safety
+    Unsafe: `aux_hidden_states=` is added to each call (it changes `forward`).
+
+    ## References
+    sglang#13904; SpecForge#310.
+    """
+
+    code = "E3L102"
+    name = "aux-not-handed-off"
+    family = "capture"
+    fix_safety = "unsafe"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        spec = ctx.pack.capture
+        if spec is None or not spec.logits_call:
+            return
+        for model in ctx.models:
+            if _setter(ctx, model) is None:
+                continue
+            forward = _analysis(ctx).method(model.ref, "forward")
+            if forward is None or not forward.facts.aux_unpacks or not forward.facts.logits_calls:
+                continue
+            if any(passed for _, passed in forward.facts.logits_calls):
+                continue
+            name, unpacked = forward.facts.aux_unpacks[0]
+            lines = [line for line, _ in forward.facts.logits_calls]
+            module = ctx.index.module(forward.owner.module)
+            finding = ctx.finding(
+                AuxNotHandedOff, model, "forward",
+                f"`{forward.owner.qualname}.forward` unpacks `{name}` (line {unpacked}) but never passes it to "
+                f"`{spec.logits_call}` (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}): the logits "
+                "processor falls back to the final hidden state and acceptance collapses to about 1, with no error",
+                [],
+                path=module.path if module else None, line=forward.function.lineno, column=forward.function.col + 1,
+                data={"owner": str(forward.owner), "aux": name, "calls": lines},
+            )
+            yield finding
+
+
+class CaptureFlagNotInitialised(Rule):
+    """
+    ## What it does
+    Reports capture state (`capture_aux_hidden_states`, `layers_to_capture`) that a `forward`
+    reads but that only the EAGLE-3 setter assigns: no `__init__` that runs for the class (along
+    its MRO, through `super().__init__`, minus one `super(X, self).__init__()` skips) and no
+    class attribute sets it.
+
+    ## Why is this bad?
+    Without EAGLE-3 the setter never runs, so the model's plain `forward` raises
+    `AttributeError` on its first step: turning speculative decoding off breaks the model
+    (caught in review in sglang#8434).
+
+    ## Example
+    ```python
+    def __init__(self, config):
+        ...                                     # no self.capture_aux_hidden_states
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.capture_aux_hidden_states = True
+    def forward(self, ...):
+        if self.capture_aux_hidden_states: ...
+    ```
+    Use instead: `self.capture_aux_hidden_states = False` in `__init__`.
+
+    ## Fix safety
+    Safe: the initial value (rule pack `[capture.initial]`) is assigned at the end of the
+    class's own `__init__`.
+
+    ## References
+    sglang#8434; sglang#9216.
+    """
+
+    code = "E3L103"
+    name = "capture-flag-not-initialised"
+    family = "capture"
+    fix_safety = "safe"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        spec = ctx.pack.capture
+        for model in ctx.models:
+            setter = _setter(ctx, model)
+            if setter is None or spec is None:
+                continue
+            analysis = _analysis(ctx)
+            writes, _ = analysis.writes(model.ref, spec.eagle3_setter)
+            reported: set[tuple[ClassRef, str]] = set()
+            for write in writes:
+                if write.marker or (write.holder, write.name) in reported:
+                    continue
+                if write.name not in analysis.reads(write.holder).attributes:
+                    continue
+                if analysis.set_in_init(write.holder, write.name) is not False:
+                    continue
+                reported.add((write.holder, write.name))
+                where = "self" + "".join(f".{p}" for p in write.path)
+                reads = analysis.reads(write.holder)
+                finding = ctx.finding(
+                    CaptureFlagNotInitialised, model, write.name,
+                    f"`{reads.where}` reads `{where}.{write.name}`, which only `{write.setter}` assigns "
+                    f"(no `__init__` of `{write.holder.qualname}` does): without EAGLE-3 the forward raises AttributeError",
+                    [],
+                    data={"holder": str(write.holder), "attribute": write.name},
+                )
+                finding.related = _where(ctx, setter.owner, write.line, f"{write.setter}: the only assignment")
+                yield finding
+
+
+class CaptureOffsetMismatch(Rule):
+    """
+    ## What it does
+    Reports a setter whose offset on the requested layer ids disagrees with where its decoder
+    captures: ids name a layer's output (SGLang) or input (vLLM); a decoder that captures
+    *before* layer `i` holds layer `i - 1`'s output, one that captures *after* it layer `i`'s.
+    The setter's `[v + k for v in layer_ids]`, the decoder's index (`idx + 1` in a collect
+    call) and the capture's place must add up; a decoder that captures inside the layer call
+    (a `capture_output=` argument) says nothing and is not judged. The rule pack says which
+    convention the engine's ids follow.
+
+    ## Why is this bad?
+    Every requested layer is one layer off: the drafter gets hidden states it was not trained
+    on, and acceptance drops with no error.
+
+    ## Example
+    ```python
+    def set_eagle3_layers_to_capture(self, layer_ids=None):
+        self.model.layers_to_capture = [v + 1 for v in layer_ids]   # for a capture before layer i
+    # ... but the decoder appends after the layer:
+    for i in range(self.start_layer, self.end_layer):
+        hidden_states, residual = layer(...)
+        if i in self.layers_to_capture:
+            aux.append(hidden_states + residual)
+    ```
+
+    ## Fix safety
+    Display-only: which side is wrong is the author's call.
+
+    ## References
+    sglang#32334 (GPT-OSS: ids shifted past the last captured layer).
+    """
+
+    code = "E3L104"
+    name = "capture-offset-mismatch"
+    severity = "warning"
+    family = "capture"
+
+    _EXPECTED = {("output", "before"): 1, ("output", "after"): 0, ("input", "before"): 0, ("input", "after"): -1}
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        spec = ctx.pack.capture
+        for model in ctx.models:
+            setter = _setter(ctx, model)
+            if setter is None or spec is None or setter.facts.delegations or len(setter.facts.offsets) > 1:
+                continue
+            offset = next(iter(setter.facts.offsets), None)
+            if offset is None:
+                continue
+            writes, _ = _analysis(ctx).writes(model.ref, spec.eagle3_setter)
+            for holder in dict.fromkeys(w.holder for w in writes if not w.marker):
+                reads = _analysis(ctx).reads(holder)
+                loops = [loop for loop in reads.loops if loop.capture_position and loop.capture_uses]
+                if len(loops) != 1:
+                    continue
+                loop = loops[0]
+                assert loop.capture_position is not None
+                expected = self._EXPECTED[(spec.ids, loop.capture_position)]
+                if offset - loop.capture_offset == expected:
+                    continue
+                yield ctx.finding(
+                    CaptureOffsetMismatch, model, spec.eagle3_setter,
+                    f"`{setter.owner.qualname}.{spec.eagle3_setter}` shifts the requested ids by {offset:+d}, but "
+                    f"`{reads.where}` captures {loop.capture_position} each layer (line {loop.line}"
+                    f"{f', index {loop.capture_offset:+d}' if loop.capture_offset else ''}): every requested layer "
+                    f"is one off (requested ids name a layer's {spec.ids}), so the drafter gets states it was not trained on",
+                    [],
+                    data={"holder": str(holder), "offset": offset, "position": loop.capture_position},
+                )
+                break
+
+
+CAPTURE_RULES: tuple[type[Rule], ...] = (CaptureStateNeverRead, AuxNotHandedOff, CaptureFlagNotInitialised, CaptureOffsetMismatch)
