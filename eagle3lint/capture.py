@@ -200,3 +200,14 @@ class CaptureAnalysis:
             elif init.super_init_args is None:
                 running = False  # no super().__init__(...): the bases' __init__ do not run
         return None if mro.unknown_bases else False
+
+    def init_setting(self, ref: ClassRef, attr: str) -> ClassRef | None:
+        """A class along ``ref``'s MRO whose own ``__init__`` sets ``attr`` (whether or not it
+        runs for ``ref``): what a message names when a ``super()`` call skips it."""
+        for current in self.index.mro(ref).classes:
+            summary = self.index.class_summary(current)
+            entry = summary.instance_attrs.get(attr) if summary is not None else None
+            if entry is not None and entry.in_init:
+                return current
+        return None
+

@@ -59,6 +59,27 @@ class CaptureFacts:
     calls: set[str] = field(default_factory=set)  # names called (``f(...)``, ``x.f(...)``)
 
 
+def _loops_in(stmt: ast.stmt) -> list[ast.For | ast.AsyncFor]:
+    """The ``for`` statements in ``stmt``, at any depth of ``if``/``with``/``try``/loop bodies
+    (a decoder loop under ``if decode is None:`` is still the decoder loop), outside nested
+    function and class scopes."""
+    found: list[ast.For | ast.AsyncFor] = []
+    pending: list[ast.stmt] = [stmt]
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        if isinstance(current, (ast.For, ast.AsyncFor)):
+            found.append(current)
+        for block in ("body", "orelse", "finalbody"):
+            pending.extend(getattr(current, block, ()) or ())
+        for handler in getattr(current, "handlers", ()) or ():
+            pending.extend(handler.body)
+        for case in getattr(current, "cases", ()) or ():
+            pending.extend(case.body)
+    return sorted(found, key=lambda loop: loop.lineno)
+
+
 def _self_path(node: ast.AST, self_name: str) -> Path_ | None:
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
@@ -121,8 +142,8 @@ class _Extractor:
     def statement(self, stmt: ast.stmt) -> None:
         if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             return  # nested scopes have their own ``self``
-        if isinstance(stmt, (ast.For, ast.AsyncFor)):
-            self._loop(stmt)
+        for loop in _loops_in(stmt):
+            self._loop(loop)
         for node in ast.walk(stmt):
             if isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
                 self._assign(node)

@@ -12,16 +12,28 @@ from eagle3lint.errors import UsageError
 from eagle3lint.fix.planner import patterns_for
 from eagle3lint.fix.templates import load_templates, parse_template_file
 
+NAMES = {
+    "member": "m", "delegate": "language_model", "inner_class": "X", "decoder": "model", "embedding": "e",
+    "head": "h", "loop_var": "i", "hidden": "h", "residual": "r", "lm_hidden": "h", "decoder_class": "D",
+    "setter": "set_eagle3_layers_to_capture", "path": "model.inner", "ids": "layer_ids", "attribute": "flag",
+    "value": "False", "holder": "H", "call": "self.logits_processor", "keyword": "aux_hidden_states", "aux": "aux",
+    "start": "self.start_layer",
+}
 
-def test_shipped_sglang_templates_render_valid_python() -> None:
-    templates = load_templates("sglang")
-    assert set(templates) == {"wrapper-delegation", "leaf-embed-head", "leaf-capture"}
-    names = {"member": "m", "delegate": "language_model", "inner_class": "X", "decoder": "model", "embedding": "e",
-             "head": "h", "loop_var": "i", "hidden": "h", "residual": "r", "lm_hidden": "h", "decoder_class": "D"}
+
+@pytest.mark.parametrize(
+    ("engine", "patterns"),
+    [
+        ("sglang", {"wrapper-delegation", "leaf-embed-head", "leaf-capture", "capture-delegate", "capture-init", "capture-handoff"}),
+    ],
+)
+def test_shipped_templates_render_valid_python(engine: str, patterns: set[str]) -> None:
+    templates = load_templates(engine)
+    assert set(templates) == patterns
     for template in templates.values():
-        template.describe(names)
+        template.describe(NAMES)
         for snippet in template.snippets:
-            ast.parse(template.render(snippet.name, names, snippet.when) or "")
+            ast.parse(template.render(snippet.name, NAMES, snippet.when) or "")
 
 
 def test_every_pattern_is_listed_once_by_its_engine_and_has_its_template() -> None:
@@ -70,8 +82,8 @@ def test_an_engine_without_templates_has_none() -> None:
 
 def test_shipped_vllm_templates_render_valid_python() -> None:
     templates = load_templates("vllm")
-    assert set(templates) == {"stale-rename", "declare-protocol", "holder-collect"}
-    names = {"former": "a", "successor": "b", "class_name": "C", "protocol": "P", "changes": "x", "path": "self.model",
+    assert set(templates) == {"stale-rename", "declare-protocol", "holder-collect", "pp-loop-start", "capture-delegate", "capture-init"}
+    names = {**NAMES, "former": "a", "successor": "b", "class_name": "C", "protocol": "P", "changes": "x", "path": "model",
              "aux": "aux", "collect": "_collect", "index": "idx", "first_index": "0", "hidden": "h", "residual": "r"}
     for template in templates.values():
         template.describe(names)
@@ -79,4 +91,6 @@ def test_shipped_vllm_templates_render_valid_python() -> None:
             ast.parse(template.render(snippet.name, names, snippet.when) or "")
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L013")] == ["declare-protocol"]
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L011")] == ["holder-collect"]
+    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L105")] == ["pp-loop-start"]
+    assert patterns_for(adapter_for("vllm"), "E3L102") == []
     assert patterns_for(adapter_for("vllm"), "E3L015") == []

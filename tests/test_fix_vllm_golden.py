@@ -19,6 +19,7 @@ REMAINING = {
     "fix_vllm_rename": [("E3L014", "BothForCausalLM")],
     "fix_vllm_declare": [],
     "fix_vllm_collect": [("E3L011", "OddForCausalLM")],
+    "fix_vllm_pp": [("E3L105", "SlicedForCausalLM")],
 }
 GOLDEN = sorted(REMAINING)
 

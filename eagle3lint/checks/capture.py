@@ -80,8 +80,11 @@ class CaptureStateNeverRead(Rule):
     `self.model.set_eagle3_layers_to_capture(layer_ids)`, which sets the markers it reads.
 
     ## Fix safety
-    Safe where the inner model's own setter is proven to reach its reads and the wrapper only
-    sets its own flag: a delegating override is added to the class. Display-only otherwise.
+    Safe where the inner model's own setter is proven to set what the inner `forward` reads: an
+    inherited setter gets an override that runs the base's (it sets the wrapper's own flag) and
+    then the inner model's; the class's own setter gets the call at its end. Display-only when
+    the inner model has no such setter, its decoder captures nothing, or the setter returns
+    early.
 
     ## References
     sglang#25408; sglang#38307.
@@ -105,7 +108,7 @@ class CaptureStateNeverRead(Rule):
                 by_holder.setdefault(write.holder, []).append(write)
             for holder, holder_writes in by_holder.items():
                 reads = analysis.reads(holder)
-                problem = _unread(holder_writes, reads)
+                problem = unread_problem(holder_writes, reads)
                 if problem is None or not reads.found or (problem == "nothing" and not spec.report_uncollected):
                     continue
                 yield self._finding(ctx, model, setter, holder, holder_writes, reads, problem)
@@ -120,8 +123,14 @@ class CaptureStateNeverRead(Rule):
         if problem == "mismatch":
             wanted = sorted(reads.markers) or sorted(reads.attributes)
             kind = "the per-layer marker" if reads.markers else "the attribute"
+            own = _own_writer(ctx, holder, set(wanted))
             others = _other_writers(ctx, holder, model.ref, set(wanted))
-            by = f", which only {others} sets" if others else ", which nothing in the tree sets for EAGLE-3"
+            if own:
+                by = f", which `{own}` sets, but the target's setter never calls it"
+            elif others:
+                by = f", which only {others} sets"
+            else:
+                by = ", which nothing in the tree sets for EAGLE-3"
             reads_text = f"captures the layers by {kind} {', '.join(f'`{w}`' for w in wanted)}{by}"
         else:
             reads_text = "captures no hidden state in its decoder loop"
@@ -136,13 +145,16 @@ class CaptureStateNeverRead(Rule):
             related += _where(ctx, forward[0], forward[1], f"{reads.where}: what the capture reads")
         finding = ctx.finding(
             CaptureStateNeverRead, model, spec.eagle3_setter, message, [],
-            data={"holder": str(holder), "path": list(via), "writes": [w.name for w in writes], "reads": sorted(reads.markers | reads.attributes)},
+            data={
+                "holder": str(holder), "holder_ref": [holder.module, holder.qualname], "path": list(via), "problem": problem,
+                "writes": [w.name for w in writes], "reads": sorted(reads.markers | reads.attributes),
+            },
         )
         finding.related = related
         return finding
 
 
-def _unread(writes: list[Write], reads: Reads) -> str | None:
+def unread_problem(writes: list[Write], reads: Reads) -> str | None:
     """"mismatch" when the object reads capture state none of the writes sets, "nothing" when
     attributes are written to a decoder whose loop reads none; None when a write is read (or
     nothing can be said: markers may be read by the layers themselves)."""
@@ -153,6 +165,14 @@ def _unread(writes: list[Write], reads: Reads) -> str | None:
     if all(not w.marker for w in writes) and reads.loops:
         return "nothing"
     return None
+
+
+def _own_writer(ctx: CheckContext, holder: ClassRef, names: set[str]) -> str | None:
+    """The holder's own EAGLE-3 setter, when it sets ``names`` on the holder itself."""
+    spec = ctx.pack.capture
+    assert spec is not None
+    writes, _ = _analysis(ctx).writes(holder, spec.eagle3_setter)
+    return next((w.setter for w in writes if w.holder == holder and w.name in names), None)
 
 
 def _other_writers(ctx: CheckContext, holder: ClassRef, model: ClassRef, names: set[str]) -> str:
@@ -193,7 +213,9 @@ class AuxNotHandedOff(Rule):
     aux_hidden_states)`.
 
     ## Fix safety
-    Unsafe: `aux_hidden_states=` is added to each call (it changes `forward`).
+    Unsafe: `aux_hidden_states=` is added to each call (it changes `forward`), where the
+    unpacked name is bound on every path to the call and the processor's `forward` takes the
+    keyword. Display-only otherwise.
 
     ## References
     sglang#13904; SpecForge#310.
@@ -226,7 +248,7 @@ class AuxNotHandedOff(Rule):
                 "processor falls back to the final hidden state and acceptance collapses to about 1, with no error",
                 [],
                 path=module.path if module else None, line=forward.function.lineno, column=forward.function.col + 1,
-                data={"owner": str(forward.owner), "aux": name, "calls": lines},
+                data={"owner": str(forward.owner), "owner_ref": [forward.owner.module, forward.owner.qualname], "aux": name, "calls": lines},
             )
             yield finding
 
@@ -287,12 +309,18 @@ class CaptureFlagNotInitialised(Rule):
                 reported.add((write.holder, write.name))
                 where = "self" + "".join(f".{p}" for p in write.path)
                 reads = analysis.reads(write.holder)
+                skipped = analysis.init_setting(write.holder, write.name)
+                why = (
+                    f"`{skipped.qualname}.__init__` sets it, but it never runs for `{write.holder.qualname}` (a `super()` call skips it)"
+                    if skipped is not None
+                    else f"no `__init__` of `{write.holder.qualname}` does"
+                )
                 finding = ctx.finding(
                     CaptureFlagNotInitialised, model, write.name,
                     f"`{reads.where}` reads `{where}.{write.name}`, which only `{write.setter}` assigns "
-                    f"(no `__init__` of `{write.holder.qualname}` does): without EAGLE-3 the forward raises AttributeError",
+                    f"({why}): without EAGLE-3 the forward raises AttributeError",
                     [],
-                    data={"holder": str(write.holder), "attribute": write.name},
+                    data={"holder": str(write.holder), "holder_ref": [write.holder.module, write.holder.qualname], "attribute": write.name},
                 )
                 finding.related = _where(ctx, setter.owner, write.line, f"{write.setter}: the only assignment")
                 yield finding

@@ -7,6 +7,7 @@ import re
 from collections.abc import Callable
 
 from eagle3lint.findings import Finding
+from eagle3lint.fix.capture_patterns import CAPTURE_FIX_PATTERNS
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -479,4 +480,4 @@ def _assigns_self_attr(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str) ->
 
 
 # Tried in this order for each finding.
-FIX_PATTERNS: tuple[type[FixPattern], ...] = (WrapperDelegation, LeafEmbedHead, LeafCapture)
+FIX_PATTERNS: tuple[type[FixPattern], ...] = (WrapperDelegation, LeafEmbedHead, LeafCapture, *CAPTURE_FIX_PATTERNS)

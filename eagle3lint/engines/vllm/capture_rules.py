@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from eagle3lint.capture import CaptureAnalysis
+from eagle3lint.capture import CaptureAnalysis, Method
 from eagle3lint.capture_facts import LoopFact
 from eagle3lint.checks.capture import capture_analysis
 from eagle3lint.checks.context import CheckContext
@@ -54,8 +54,13 @@ def _holder_classes(ctx: VllmCheckContext, model: ModelClass) -> list[ClassRef]:
 
 
 def _ordered_models(ctx: VllmCheckContext) -> list[ModelClass]:
-    """Each decoder is reported once, on the model in its own module when there is one."""
     return sorted(ctx.models, key=lambda m: (m.ref.module, m.summary.lineno))
+
+
+def _home_first(model: ModelClass, decoder: ClassRef) -> tuple[bool, str, int]:
+    """Each decoder is reported once, on the model in its own module when there is one
+    (`LlamaModel`'s loop on `LlamaForCausalLM`, not on the first model that reuses it)."""
+    return (model.ref.module != decoder.module, model.ref.module, model.summary.lineno)
 
 
 class PipelineLocalLayerIndex(VllmRule):
@@ -100,40 +105,48 @@ class PipelineLocalLayerIndex(VllmRule):
 
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         guard = ctx.vllm.pp_guard if ctx.vllm else None
-        seen: set[ClassRef] = set()
+        # One finding per loop; where decoders sharing it differ, the one PP runs for speaks.
+        chosen: dict[ClassRef, tuple[ModelClass, ClassRef, Method, LoopFact, bool]] = {}
         for model in _ordered_models(ctx):
             for cls in _holder_classes(ctx, model):
                 forward = _analysis(ctx).method(cls, "forward")
-                if forward is None or forward.owner in seen:
+                if forward is None:
                     continue
                 loop = next((lp for lp in forward.facts.loops if _local_index(lp)), None)
                 if loop is None:
                     continue
-                seen.add(forward.owner)
                 flag, _ = pp_flag(ctx, cls)
                 refused = guard is not None and flag is not True
-                if refused and guard is not None:
-                    effect = (
-                        f"this vLLM refuses EAGLE-3 with pipeline parallelism for it (`{cls.qualname}` does not set "
-                        f"`{guard.flag}`; {guard.path}:{guard.line}), so nothing breaks today; enabling it would capture "
-                        "the wrong layers on every rank after the first"
-                    )
-                else:
-                    effect = "with pipeline parallelism, every rank after the first captures the wrong layers (or none)"
-                module = ctx.index.module(forward.owner.module)
-                finding = ctx.finding(
-                    PipelineLocalLayerIndex, model, "forward",
-                    f"`{forward.owner.qualname}.forward` numbers this rank's layers from 0 (`enumerate` of a slice "
-                    f"without `start=`, line {loop.line}) and captures by that index, but the requested layer ids are "
-                    f"global: {effect}",
-                    [],
-                    severity="info" if refused else self.severity,
-                    path=module.path if module else None, line=loop.line, column=1,
-                    data={"decoder": str(forward.owner), "loop_line": loop.line, "index": loop.index, "other_uses": loop.other_uses},
+                earlier = chosen.get(forward.owner)
+                rank = (refused, *_home_first(model, forward.owner))
+                if earlier is None or rank < (earlier[4], *_home_first(earlier[0], forward.owner)):
+                    chosen[forward.owner] = (model, cls, forward, loop, refused)
+        for model, cls, forward, loop, refused in chosen.values():
+            if refused and guard is not None:
+                effect = (
+                    f"this vLLM refuses EAGLE-3 with pipeline parallelism for it (`{cls.qualname}` does not set "
+                    f"`{guard.flag}`; {guard.path}:{guard.line}), so nothing breaks today; enabling it would capture "
+                    "the wrong layers on every rank after the first"
                 )
-                if guard is not None:
-                    finding.related = [Related(str(ctx.index.engine.source_root / guard.path), guard.line, f"the runner reads `{guard.flag}`")]
-                yield finding
+            else:
+                effect = "with pipeline parallelism, every rank after the first captures the wrong layers (or none)"
+            module = ctx.index.module(forward.owner.module)
+            finding = ctx.finding(
+                PipelineLocalLayerIndex, model, "forward",
+                f"`{forward.owner.qualname}.forward` numbers this rank's layers from 0 (`enumerate` of a slice "
+                f"without `start=`, line {loop.line}) and captures by that index, but the requested layer ids are "
+                f"global: {effect}",
+                [],
+                severity="info" if refused else self.severity,
+                path=module.path if module else None, line=loop.line, column=1,
+                data={
+                    "decoder": str(forward.owner), "decoder_ref": [forward.owner.module, forward.owner.qualname],
+                    "loop_line": loop.line, "index": loop.index, "other_uses": loop.other_uses,
+                },
+            )
+            if guard is not None:
+                finding.related = [Related(str(ctx.index.engine.source_root / guard.path), guard.line, f"the runner reads `{guard.flag}`")]
+            yield finding
 
 
 def _local_index(loop: LoopFact) -> bool:
@@ -181,32 +194,35 @@ class PipelineAuxNotPacked(VllmRule):
         packers = set(ctx.vindex.vpack.pp_pack_calls)
         if guard is None or not packers:
             return
-        seen: set[ClassRef] = set()
+        chosen: dict[ClassRef, tuple[ModelClass, Method, ClassRef]] = {}
         for model in _ordered_models(ctx):
             for cls in _holder_classes(ctx, model):
                 flag, setter = pp_flag(ctx, cls)
                 forward = _analysis(ctx).method(cls, "forward")
-                if flag is not True or setter is None or forward is None or forward.owner in seen:
+                if flag is not True or setter is None or forward is None:
                     continue
                 mro = ctx.index.mro(cls).classes
                 if forward.owner not in mro or setter not in mro or mro.index(forward.owner) >= mro.index(setter):
                     continue  # the class that opts in owns the forward: it packs (or says why not)
                 if not forward.facts.returns_intermediate or forward.facts.calls & packers:
                     continue
-                seen.add(forward.owner)
-                module = ctx.index.module(forward.owner.module)
-                finding = ctx.finding(
-                    PipelineAuxNotPacked, model, "forward",
-                    f"`{forward.owner.qualname}` inherits `{guard.flag} = True` from `{setter.qualname}`, so the runner "
-                    f"runs EAGLE-3 with pipeline parallelism for it, but its own `forward` hands `IntermediateTensors` "
-                    f"to the next rank without packing the aux hidden states (no {', '.join(f'`{p}`' for p in sorted(packers))}): "
-                    "with PP the earlier ranks' states never reach the drafter",
-                    [],
-                    path=module.path if module else None, line=forward.function.lineno, column=forward.function.col + 1,
-                    data={"decoder": str(forward.owner), "flag_from": str(setter)},
-                )
-                finding.related = [Related(str(ctx.index.engine.source_root / guard.path), guard.line, f"the runner reads `{guard.flag}`")]
-                yield finding
+                earlier = chosen.get(forward.owner)
+                if earlier is None or _home_first(model, forward.owner) < _home_first(earlier[0], forward.owner):
+                    chosen[forward.owner] = (model, forward, setter)
+        for model, forward, setter in chosen.values():
+            module = ctx.index.module(forward.owner.module)
+            finding = ctx.finding(
+                PipelineAuxNotPacked, model, "forward",
+                f"`{forward.owner.qualname}` inherits `{guard.flag} = True` from `{setter.qualname}`, so the runner "
+                f"runs EAGLE-3 with pipeline parallelism for it, but its own `forward` hands `IntermediateTensors` "
+                f"to the next rank without packing the aux hidden states (no {', '.join(f'`{p}`' for p in sorted(packers))}): "
+                "with PP the earlier ranks' states never reach the drafter",
+                [],
+                path=module.path if module else None, line=forward.function.lineno, column=forward.function.col + 1,
+                data={"decoder": str(forward.owner), "flag_from": str(setter)},
+            )
+            finding.related = [Related(str(ctx.index.engine.source_root / guard.path), guard.line, f"the runner reads `{guard.flag}`")]
+            yield finding
 
 
 VLLM_CAPTURE_RULES = (PipelineLocalLayerIndex, PipelineAuxNotPacked)

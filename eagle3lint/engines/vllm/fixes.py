@@ -20,16 +20,18 @@ from eagle3lint.engines.vllm.holders import RESOLVED
 from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.findings import Finding
 from eagle3lint.fix.bases import BaseProblem, base_edits
+from eagle3lint.fix.capture_patterns import CaptureDelegate, CaptureInit, method_node
 from eagle3lint.fix.diff import split_lines
 from eagle3lint.fix.edits import (
     BEFORE,
     BODY_END,
+    AddKeyword,
     Edit,
     EnumerateLoop,
     InsertStatements,
     RenameMethod,
 )
-from eagle3lint.fix.locate import find_class, own_method
+from eagle3lint.fix.locate import dotted_text, find_class, find_statement, own_method
 from eagle3lint.fix.planner import (
     DISPLAY_ONLY,
     UNSAFE,
@@ -328,5 +330,47 @@ class HolderCollect(FixPattern):
         return edits
 
 
+class PipelineLoopStart(FixPattern):
+    name = "pp-loop-start"
+    codes = ("E3L105",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        decoder = finding.data.get("decoder_ref")
+        line = finding.data.get("loop_line")
+        if template is None or not isinstance(decoder, list) or len(decoder) != 2 or not isinstance(line, int):
+            return None
+        ref = ClassRef(str(decoder[0]), str(decoder[1]))
+        module = env.index.module(ref.module)
+        forward = method_node(env, ref, "forward")
+        found = find_statement(forward, line, "For") if forward is not None else None
+        call = found[0].iter if found is not None and isinstance(found[0], ast.For) else None
+        start = _slice_start(call)
+        if module is None or not isinstance(call, ast.Call) or start is None:
+            return None
+        variables = {"decoder": ref.qualname, "start": start}
+        description = template.describe(variables)
+        edit = AddKeyword(module.path, class_path(ref), "forward", call.lineno, "enumerate", template.setting("keyword", "start"), start)
+        other = finding.data.get("other_uses")
+        if other != 0:
+            index = finding.data.get("index")
+            note = f"`{index}` is also used for something else in the loop, which may want the rank-local number"
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, (edit,), note)
+        return PlannedFix(finding, self.name, template.applicability, description, (edit,))
+
+
+def _slice_start(call: ast.expr | None) -> str | None:
+    """The start of ``enumerate(islice(x, START, end))`` / ``enumerate(x[START:end])``."""
+    if not (isinstance(call, ast.Call) and dotted_text(call.func) == "enumerate" and len(call.args) == 1 and not call.keywords):
+        return None
+    inner = call.args[0]
+    if isinstance(inner, ast.Call) and dotted_text(inner.func) in ("islice", "itertools.islice") and len(inner.args) == 3:
+        return ast.unparse(inner.args[1])
+    if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
+        return ast.unparse(inner.slice.lower)
+    return None
+
+
 # Tried in this order for each finding.
-FIX_PATTERNS: tuple[type[FixPattern], ...] = (StaleRename, DeclareProtocol, HolderCollect)
+# vLLM has no logits hand-off of aux states (the runner takes them from `forward`'s result).
+FIX_PATTERNS: tuple[type[FixPattern], ...] = (StaleRename, DeclareProtocol, HolderCollect, PipelineLoopStart, CaptureDelegate, CaptureInit)
