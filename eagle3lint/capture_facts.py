@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from functools import cached_property
 
 Path_ = tuple[str, ...]
 
@@ -97,6 +98,18 @@ def _layers_path(node: ast.AST, self_name: str) -> Path_ | None:
     return _self_path(node, self_name)
 
 
+def _dotted(node: ast.AST) -> str | None:
+    """``self.logits_processor`` for that attribute chain, None for anything else."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
 def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -123,6 +136,7 @@ class _Extractor:
         self.logits_keyword = logits_keyword
         self.setter_names = setter_names
         self.facts = CaptureFacts()
+        self.handoffs: list[ast.Call] = []
         # Loop variables bound to a layer of ``self.<path>`` (``for layer in self.model.layers``).
         self.layer_vars: dict[str, Path_] = {}
 
@@ -133,10 +147,13 @@ class _Extractor:
     def run(self, body: list[ast.stmt]) -> CaptureFacts:
         for stmt in body:
             self.statement(stmt)
+        # Whether a hand-off passes the aux states is known once every unpack has been seen.
         aux = {name for name, _ in self.facts.aux_unpacks}
-        if aux or self.logits_call:
-            for stmt in body:
-                self._logits(stmt, aux)
+        for node in self.handoffs:
+            passed = any(_name(a) in aux for a in node.args) or any(
+                k.arg == self.logits_keyword or (k.value is not None and _name(k.value) in aux) for k in node.keywords
+            )
+            self.facts.logits_calls.append((node.lineno, passed))
         return self.facts
 
     def statement(self, stmt: ast.stmt) -> None:
@@ -149,6 +166,8 @@ class _Extractor:
                 self._assign(node)
             elif isinstance(node, ast.Call):
                 self._call(node)
+                if self.logits_call and _dotted(node.func) == self.logits_call:
+                    self.handoffs.append(node)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 path = _self_path(node, self.self_name)
                 if path is not None and len(path) == 1 and self.captures(path[0]):
@@ -332,16 +351,6 @@ class _Extractor:
         if layer_at is not None and capture_at is not None:
             fact.capture_position = "before" if capture_at < layer_at else "after"
 
-    # ---- the hand-off ----------------------------------------------------------------------
-    def _logits(self, stmt: ast.stmt, aux: set[str]) -> None:
-        for node in ast.walk(stmt):
-            if not isinstance(node, ast.Call) or ast.unparse(node.func) != self.logits_call:
-                continue
-            passed = any(_name(a) in aux for a in node.args) or any(
-                k.arg == self.logits_keyword or (k.value is not None and _name(k.value) in aux) for k in node.keywords
-            )
-            self.facts.logits_calls.append((node.lineno, passed))
-
 
 def capture_facts(
     node: ast.FunctionDef | ast.AsyncFunctionDef,
@@ -373,6 +382,18 @@ class CaptureSpec:
     collect_reads: frozenset[str] = frozenset()  # the capture state those helpers read
     logits_call: str = ""  # the hand-off: ``self.logits_processor``
     logits_keyword: str = ""
+
+    @cached_property
+    def needles(self) -> tuple[str, ...]:
+        """Text every fact is made of: capture words, the layer lists loops walk, aux unpacks,
+        the hand-off, collectors, setters (their own ``def`` line), inter-rank tensors and
+        ``super()`` calls. A function whose text holds none of them has no facts."""
+        logits = self.logits_call.rsplit(".", 1)[-1]
+        fixed = ("layers", "aux", "IntermediateTensors", "super(")
+        return tuple(dict.fromkeys([*self.words, *fixed, *self.setters, *self.collect_calls, *([logits] if logits else [])]))
+
+    def may_matter(self, text: str) -> bool:
+        return any(needle in text for needle in self.needles)
 
     def facts(self, node: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str) -> CaptureFacts:
         return capture_facts(node, self_name, self.words, self.collect_calls, self.logits_call, self.logits_keyword, self.setters)

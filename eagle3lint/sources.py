@@ -109,6 +109,7 @@ def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSumm
         walk_names=request.walk_names,
         line_count=text.count("\n") + 1,
         capture=request.capture,
+        text=text,
     )
     summary.suppressions = scan_suppressions(text)
     return summary

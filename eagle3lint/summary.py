@@ -459,7 +459,11 @@ def _decorator_names(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 
 def _summarize_function(
-    node: ast.FunctionDef | ast.AsyncFunctionDef, is_method: bool, walk: bool, capture: CaptureSpec | None = None
+    node: ast.FunctionDef | ast.AsyncFunctionDef,
+    is_method: bool,
+    walk: bool,
+    capture: CaptureSpec | None = None,
+    lines: Callable[[], list[str]] | None = None,
 ) -> tuple[FunctionSummary, list[SelfAssign]]:
     decorators = _decorator_names(node)
     drop_first = is_method and "staticmethod" not in decorators
@@ -482,7 +486,13 @@ def _summarize_function(
         summary.super_init_args = _super_init_args(node)
     if is_method and capture is not None and node.name in capture.functions:
         all_args = [*node.args.posonlyargs, *node.args.args]
-        summary.capture = capture.facts(node, all_args[0].arg if (drop_first and all_args) else "self")
+        text = lines()[node.lineno - 1 : summary.end_lineno] if lines is not None else None
+        # Most forwards (attention, MLP, norms) name nothing the facts are made of: skipping
+        # their walk keeps a cold check within the budget of a plain parse.
+        if text is None or capture.may_matter("".join(text)):
+            summary.capture = capture.facts(node, all_args[0].arg if (drop_first and all_args) else "self")
+        else:
+            summary.capture = CaptureFacts()
     if not walk and is_method:
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
@@ -647,10 +657,19 @@ def _self_target(target: ast.AST, value: ast.AST | None, lineno: int, self_name:
 
 
 class _ModuleBuilder:
-    def __init__(self, module: str, path: str, is_package: bool, walk_names: frozenset[str], capture: CaptureSpec | None = None) -> None:
+    def __init__(
+        self, module: str, path: str, is_package: bool, walk_names: frozenset[str], capture: CaptureSpec | None = None, text: str | None = None
+    ) -> None:
         self.summary = ModuleSummary(module=module, path=path, is_package=is_package)
         self.walk_names = walk_names | _ALWAYS_WALK
         self.capture = capture
+        self._text = text
+        self._lines: list[str] | None = None
+
+    def _source_lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = (self._text or "").splitlines(keepends=True)
+        return self._lines
 
     def resolve_relative(self, level: int, name: str | None) -> str:
         parts = self.summary.module.split(".")
@@ -767,7 +786,9 @@ class _ModuleBuilder:
                     or "property" in decorators
                     or "cached_property" in decorators
                 )
-                fn, assigns = _summarize_function(stmt, is_method=True, walk=walk, capture=self.capture)
+                fn, assigns = _summarize_function(
+                    stmt, is_method=True, walk=walk, capture=self.capture, lines=self._source_lines if self._text is not None else None
+                )
                 if stmt.name == "__init__":
                     for imp in _import_statements(stmt.body):
                         self._record_import(imp, cls.local_imports)
@@ -830,6 +851,7 @@ def summarize(
     walk_names: frozenset[str] = frozenset(),
     line_count: int = 0,
     capture: CaptureSpec | None = None,
+    text: str | None = None,
 ) -> ModuleSummary:
     """Reduce a parsed module to a :class:`ModuleSummary`.
 
@@ -837,7 +859,7 @@ def summarize(
     ``forward`` when a rule pack asks for data-flow facts); every other method contributes only
     its signature and its statement-level ``self.x = ...`` assignments.
     """
-    builder = _ModuleBuilder(module, path, is_package, walk_names, capture)
+    builder = _ModuleBuilder(module, path, is_package, walk_names, capture, text)
     builder.visit_body(tree.body)
     builder.summary.line_count = line_count
     return builder.summary
