@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import sys
 import traceback
@@ -18,6 +19,8 @@ from eagle3lint.report import FORMATS
 
 if TYPE_CHECKING:
     from eagle3lint.engine import Engine
+    from eagle3lint.plugins import PluginPackage
+    from eagle3lint.result import CheckResult
 from eagle3lint.report.paths import display_path
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -40,6 +43,9 @@ def resolve_engine(
     release: str | None,
     extra_models: list[Path] | None = None,
 ) -> tuple[Engine, list[Path]]:
+    """The engine to check against and the reporting scope. A PATH outside the engine's tree
+    is read as a plugin (an out-of-tree package extending it: a second source root); the
+    engine is then the one ``--engine-root``/``--release`` name, or the installed one."""
     from eagle3lint.engine_finder import discover_engine
     from eagle3lint.releases import fetch_release, parse_release_spec
 
@@ -50,32 +56,78 @@ def resolve_engine(
             raise UsageError(f"--engine {engine} contradicts --release {release}")
         package_root = fetch_release(release)
         base = package_root.parent
-        scope = [p if p.is_absolute() else base / p for p in paths] or [package_root]
+        # Relative PATHs are the release's; one that is not there but exists here is a plugin.
+        scope = [p if p.is_absolute() or (not (base / p).exists() and p.exists()) else base / p for p in paths] or [package_root]
         for p in scope:
             if not p.exists():
                 raise UsageError(f"{display_path(str(p))}: no such file or folder in {release}")
         found = discover_engine([], engine=name, engine_root=package_root)
     else:
-        found = discover_engine(scope, engine=engine, engine_root=engine_root)
+        try:
+            found = discover_engine(scope, engine=engine, engine_root=engine_root)
+        except UsageError:
+            extended = _engine_for_plugins(scope, engine) if scope and engine_root is None else None
+            if extended is None:
+                raise
+            found = extended
         if not scope:
             scope = [found.root]
-    _require_inside(found, scope, extra_models or [], release)
+    plugins = _plugins_outside(found, scope, extra_models or [], release)
+    if plugins:
+        found = dataclasses.replace(found, plugins=plugins)
     return found, scope
 
 
-def _require_inside(found: Engine, scope: list[Path], extra_models: list[Path], release: str | None) -> None:
+def _engine_for_plugins(scope: list[Path], engine: str | None) -> Engine | None:
+    """For PATHs in no engine tree that hold plugin packages: the installed engine they extend
+    (from their entry-point groups, or ``--engine``), None when there is none."""
+    from eagle3lint.engine_finder import engine_at, installed_engine_root
+    from eagle3lint.engines import adapter_for, adapters
+    from eagle3lint.plugins import package_roots, read_plugin
+
+    wanted: list[str] = [engine] if engine else []
+    for path in scope:
+        for root in package_roots(path) if path.exists() else []:
+            plugin = read_plugin(root)
+            for adapter in adapters():
+                if plugin.entry_points_in(adapter.pack().plugin_groups) and adapter.name not in wanted:
+                    wanted.append(adapter.name)
+    if not wanted:
+        return None
+    found = installed_engine_root([adapter_for(name) for name in wanted])
+    if found is None:
+        names = " or ".join(wanted)
+        raise UsageError(
+            f"{display_path(str(scope[0]))}: a plugin package for {names}, and no {names} tree to check it against: "
+            f"give --engine-root, or --release {wanted[0]}==VERSION"
+        )
+    return engine_at(*found)
+
+
+def _plugins_outside(found: Engine, scope: list[Path], extra_models: list[Path], release: str | None) -> tuple[PluginPackage, ...]:
     """Every PATH must lie in the engine analysed (or hold it, as a checkout does, or be a
-    configured out-of-tree model folder): a PATH elsewhere would be reported clean unexamined."""
+    configured out-of-tree model folder), or be a Python package read as a plugin: a PATH
+    elsewhere would be reported clean unexamined."""
+    from eagle3lint.plugins import package_roots, read_plugin
+
     root = found.root.resolve()
     allowed = [e.resolve() for e in extra_models]
+    plugins: dict[Path, PluginPackage] = {}
     for path in scope:
         target = path.resolve()
         if target == root or root in target.parents or target in root.parents:
             continue
         if any(target == e or e in target.parents for e in allowed):
             continue
-        where = release or str(found.root)
-        raise UsageError(f"{display_path(str(path))}: not inside the {found.name} tree being checked ({where})")
+        roots = [r for r in package_roots(path) if r.name != found.pack.package]
+        if not roots:
+            where = release or str(found.root)
+            raise UsageError(
+                f"{display_path(str(path))}: not inside the {found.name} tree being checked ({where}), and no Python package to read as a plugin"
+            )
+        for package in roots:
+            plugins.setdefault(package, read_plugin(package))
+    return tuple(plugins.values())
 
 
 def _split_codes(values: tuple[str, ...]) -> list[str]:
@@ -207,6 +259,7 @@ def check(
     )
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    _refuse_empty_scope(result, scope if paths else [])
     if write_baseline_file is not None:
         from eagle3lint.baseline import write_baseline
 
@@ -223,6 +276,23 @@ def check(
     from eagle3lint.runner import fails
 
     sys.exit(EXIT_FINDINGS if fails(result.findings, fail_on or settings.fail_on) else EXIT_CLEAN)
+
+
+def _refuse_empty_scope(result: CheckResult, scope: list[Path]) -> None:
+    """A folder PATH (or plugin package) holding no model class is a mistake to say, not a clean
+    run: "0 model classes checked" and exit 0 reads as "all is well". Files passed one by one
+    (a pre-commit hook's changed files) may hold none."""
+    empty = [p for p in scope if p.is_dir() and not any(m.in_scope([p]) for m in result.models)]
+    if not empty:
+        return
+    where = ", ".join(display_path(str(p)) for p in empty)
+    plugins = " (read as a plugin: no registration, entry point or EntryClass names a model class in it)" if result.engine.plugins else ""
+    click.echo(
+        f"eagle3lint: error: no model classes found under {where}{plugins}; give the engine's models folder, "
+        "a model file, or the plugin package that registers the models",
+        err=True,
+    )
+    sys.exit(EXIT_ERROR)
 
 
 def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
@@ -309,9 +379,10 @@ def models(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
     result = run_check(found, scope, settings=settings, use_cache=not no_cache, need_index=True)
-    attach_fixes(result, scope)  # each model's fix applicability comes from its findings' fixes
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+    _refuse_empty_scope(result, scope if paths else [])
+    attach_fixes(result, scope)  # each model's fix applicability comes from its findings' fixes
     writer = {"table": matrix.write_table, "json": matrix.write_json, "markdown": matrix.write_markdown}[output_format]
     writer(result, sys.stdout)
     sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)

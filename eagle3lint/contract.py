@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 import re
 import warnings
 from dataclasses import dataclass, field
@@ -578,7 +579,10 @@ def scan_file(
     text = decode_source(str(path), data)
     if isinstance(text, FileError):
         return text
-    rel = Path(path).relative_to(engine.source_root).as_posix()
+    model_file = engine.pack.plugin_model_pattern
+    if engine.plugins and model_file is not None and not str(path).startswith(str(engine.root) + os.sep) and model_file.search(text):
+        return None  # a plugin's model file: the index reads it, its calls are not the engine's
+    rel = _relative(engine, Path(path))
     collector = _SiteCollector(engine, rel, engine.pack.members, checks)
     lines = text.splitlines(keepends=True)
     hits = _hit_lines(text, needles)
@@ -608,6 +612,16 @@ def scan_file(
     if check_calls is not None:
         check_calls.extend(collector.check_calls)
     return collector.sites
+
+
+def _relative(engine: Engine, path: Path) -> str:
+    """``vllm/...`` for an engine file, ``vllm_ascend/...`` for a plugin's."""
+    for root in (engine.source_root, *(p.source_root for p in engine.plugins)):
+        try:
+            return path.relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path.as_posix()
 
 
 def _hit_lines(text: str, needles: tuple[bytes, ...]) -> list[int]:

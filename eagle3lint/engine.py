@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from eagle3lint.plugins import Distribution, PluginPackage
 from eagle3lint.rulepack import RulePack
 
 if TYPE_CHECKING:
@@ -25,30 +26,75 @@ class Engine:
     pack: RulePack
     # What the engine contributes to a run (its models, rules, fixes, verify launcher).
     adapter: EngineAdapter
+    # Out-of-tree packages read as further source roots (plugins, external model packages).
+    plugins: tuple[PluginPackage, ...] = ()
+    # The distribution that ships this tree when its metadata is beside it: a fork's own name
+    # and version (``lsglang 1.6.5`` around an ``sglang`` package).
+    distribution: Distribution | None = None
 
     @property
     def source_root(self) -> Path:
-        """The folder module names are relative to (the package's parent)."""
+        """The folder the engine's module names are relative to (the package's parent)."""
         return self.root.parent
 
-    def to_json(self) -> dict[str, str]:
-        return {"name": self.name, "version": self.version, "root": str(self.root)}
+    @property
+    def fork(self) -> Distribution | None:
+        """The distribution, when it is not the engine's own (a fork that keeps the package)."""
+        d = self.distribution
+        return d if d is not None and re.sub(r"[-_.]+", "-", d.name).lower() != self.name else None
+
+    @property
+    def label(self) -> str:
+        """``sglang 0.5.15.dev105`` or, for a fork, ``lsglang 1.6.5 (sglang 0.5.15.dev105)``."""
+        fork = self.fork
+        if fork is None:
+            return f"{self.name} {self.version}"
+        upstream = f"{self.name} {self.version}" if self.version != "unknown" else f"{self.name}, upstream version unknown"
+        return f"{fork.name} {fork.version} ({upstream})"
+
+    def packages(self) -> dict[str, Path]:
+        """Each top-level package the run reads, and the folder its module names start in."""
+        roots = {p.name: p.source_root for p in self.plugins}
+        roots[self.pack.package] = self.source_root
+        return roots
+
+    def source_root_for(self, module: str) -> Path | None:
+        return self.packages().get(module.split(".", 1)[0])
+
+    def owns(self, module: str) -> bool:
+        return self.source_root_for(module) is not None
+
+    def absolute(self, rel: str) -> Path:
+        """A path relative to its package's source root (``vllm/...``, ``vllm_ascend/...``)."""
+        root = self.source_root_for(rel.split("/", 1)[0]) or self.source_root
+        return root / rel
+
+    def to_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"name": self.name, "version": self.version, "root": str(self.root)}
+        if self.fork is not None:
+            out["distribution"] = {"name": self.fork.name, "version": self.fork.version, "metadata": self.fork.origin}
+        if self.plugins:
+            out["plugins"] = [
+                {"package": p.name, "root": str(p.root), "distribution": p.distribution.name if p.distribution else None,
+                 "version": p.distribution.version if p.distribution else None}
+                for p in self.plugins
+            ]
+        return out
 
     def call_site_files(self) -> Iterator[str]:
         """The engine files whose calls on model objects make the contract: every ``*.py`` but
         the models folders' (the index reads those) and the subtrees the rule pack skips,
-        sorted. Strings, not paths: there are thousands, and pathlib would cost more than
-        reading them."""
+        sorted, then every plugin's (its model files are told apart when they are read).
+        Strings, not paths: there are thousands, and pathlib would cost more than reading them."""
         root = str(self.root)
         skip = {os.path.normpath(os.path.join(root, m)) for m in self._not_scanned()}
-        for dirpath, dirnames, filenames in os.walk(root):
-            dirnames[:] = sorted(
-                d for d in dirnames
-                if not d.startswith(".") and d != "__pycache__" and os.path.join(dirpath, d) not in skip
-            )
-            for name in sorted(filenames):
-                if name.endswith(".py"):
-                    yield os.path.join(dirpath, name)
+        yield from _python_files(root, skip)
+        for plugin in self.plugins:
+            yield from _python_files(str(plugin.root), set())
+
+    def plugin_files(self) -> Iterator[str]:
+        for plugin in self.plugins:
+            yield from _python_files(str(plugin.root), set())
 
     def scans_for_call_sites(self, rel_parts: tuple[str, ...]) -> bool:
         """Whether the file at these parts of its path below ``root`` is one of
@@ -58,6 +104,17 @@ class Engine:
 
     def _not_scanned(self) -> tuple[str, ...]:
         return (*self.pack.models, *self.pack.scan_skip)
+
+
+def _python_files(root: str, skip: set[str]) -> Iterator[str]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if not d.startswith(".") and d != "__pycache__" and os.path.join(dirpath, d) not in skip
+        )
+        for name in sorted(filenames):
+            if name.endswith(".py"):
+                yield os.path.join(dirpath, name)
 
 
 def read_version(root: Path, pack: RulePack) -> str:

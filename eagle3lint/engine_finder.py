@@ -4,6 +4,7 @@ looks like."""
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from pathlib import Path
 
@@ -45,8 +46,17 @@ def installed_engine_root(adapters: list[EngineAdapter]) -> tuple[EngineAdapter,
 
 
 def engine_at(adapter: EngineAdapter, root: Path) -> Engine:
-    """The engine whose package folder is ``root``."""
-    return Engine(name=adapter.name, root=root, version=adapter.read_version(root), pack=adapter.pack(), adapter=adapter)
+    """The engine whose package folder is ``root``: its version from the distribution's
+    metadata beside it when that is the engine's own, else from its version files (a fork's
+    metadata names the fork; its version files say which upstream it derives from)."""
+    from eagle3lint.plugins import read_distribution
+
+    distribution, _ = read_distribution(root)
+    version = adapter.read_version(root)
+    engine = Engine(name=adapter.name, root=root, version=version, pack=adapter.pack(), adapter=adapter, distribution=distribution)
+    if distribution is not None and engine.fork is None:
+        engine = dataclasses.replace(engine, version=distribution.version)
+    return engine
 
 
 def discover_engine(

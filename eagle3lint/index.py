@@ -116,9 +116,13 @@ class ProjectIndex:
             path = path.resolve() if os.path.islink(text) else Path(real_path(text))
         except (OSError, RuntimeError):
             path = path.absolute()  # a symlink loop: reading it reports the problem
-        try:
-            name, is_package = module_name(self.engine.root, path)
-        except ValueError:
+        for root in (self.engine.root, *(p.root for p in self.engine.plugins)):
+            try:
+                name, is_package = module_name(root, path)
+                break
+            except ValueError:
+                continue
+        else:
             # An out-of-tree model (configured extra-models): a name no engine module can take.
             name, is_package = "__extra__." + ".".join(path.with_suffix("").parts[1:]).replace("-", "_"), False
         return ParseRequest(str(path), name, is_package, self.walk_names, self.engine.pack.capture)
@@ -143,9 +147,10 @@ class ProjectIndex:
         return loaded
 
     def _path_for(self, module: str) -> Path | None:
-        if not module.startswith(self.engine.pack.package + ".") and module != self.engine.pack.package:
+        root = self.engine.source_root_for(module)
+        if root is None:
             return None
-        base = self.engine.source_root.joinpath(*module.split("."))
+        base = root.joinpath(*module.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py"):
             if candidate.is_file():
                 return candidate
@@ -162,14 +167,12 @@ class ProjectIndex:
         return self.modules.get(name)
 
     def is_module(self, name: str) -> bool:
-        return self.module(name) is not None or (
-            name.startswith(self.engine.pack.package)
-            and self.engine.source_root.joinpath(*name.split(".")).is_dir()
-        )
+        root = self.engine.source_root_for(name)
+        return self.module(name) is not None or (root is not None and root.joinpath(*name.split(".")).is_dir())
 
     def is_engine_name(self, qualified: str) -> bool:
-        top = qualified.split(".")[0]
-        return top == self.engine.pack.package
+        """A name in a package the run reads (the engine's, or a plugin's)."""
+        return self.engine.owns(qualified)
 
     # ---- name resolution -----------------------------------------------------------------
     def resolve(self, module: str, dotted_name: str, _depth: int = 0) -> Resolved:

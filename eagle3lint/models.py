@@ -34,6 +34,16 @@ class ModelClass:
     # The verdict of a checked model (``eagle3lint.verdicts``): supported, broken, ...
     status: str = ""
     status_reason: str = ""
+    # Where an out-of-tree package registers it, and which engine class it replaces for its
+    # architecture ("registered by vllm-ascend 0.11.0 at ...; replaces ...").
+    origin: str = ""
+    replaces: ClassRef | None = None  # the engine's own class for that architecture
+    registered_in: str = ""  # the file of a plugin's registration of it
+
+    def in_scope(self, scope: list[Path]) -> bool:
+        """Reported when its file is in scope, or the plugin that registers it is (a plugin may
+        register an engine class under a new architecture)."""
+        return in_scope(self.path, scope) or bool(self.registered_in and in_scope(self.registered_in, scope))
 
     @property
     def role(self) -> str | None:
@@ -55,6 +65,7 @@ class ModelClass:
             "architectures": self.architectures,
             "status": self.status or None,
             "status_reason": self.status_reason or None,
+            **({"origin": self.origin} if self.origin else {}),
         }
 
 

@@ -80,6 +80,11 @@ class RulePack:
     capture_attributes: tuple[str, ...] = ()
     # [capture]: what the capture analysis collects while files are summarised (None: nothing).
     capture: CaptureSpec | None = None
+    # [plugins]: the entry-point groups an out-of-tree package extends the engine through, and
+    # the text that marks one of its files as a model file (read by the index, not scanned for
+    # the engine's calls on models).
+    plugin_groups: tuple[str, ...] = ()
+    plugin_model_pattern: re.Pattern[str] | None = None
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     digest: str = ""
 
@@ -96,9 +101,9 @@ class RulePack:
         return top in self.external_bases_without_members or qualified in ("object", "Protocol")
 
 
-def _compile(pack_path: Path, key: str, pattern: str) -> re.Pattern[str]:
+def _compile(pack_path: Path, key: str, pattern: str, flags: int = 0) -> re.Pattern[str]:
     try:
-        return re.compile(pattern)
+        return re.compile(pattern, flags)
     except re.error as exc:
         raise UsageError(f"{pack_path}: '{key}' is not a valid regular expression: {exc}") from exc
 
@@ -157,6 +162,19 @@ def _capture_spec(pack_path: Path, table: Any) -> CaptureSpec | None:
     )
 
 
+def _plugin_model_pattern(pack_path: Path, patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+    if not patterns:
+        return None
+    return _compile(pack_path, "plugins.model_patterns", "|".join(f"(?:{p})" for p in patterns), re.M)
+
+
+def _table(pack_path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
+    table = data.get(key, {})
+    if not isinstance(table, dict):
+        raise UsageError(f"{pack_path}: [{key}] must be a table")
+    return table
+
+
 def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
     members: dict[str, MemberSpec] = {}
     for entry in _require(pack_path, data, "member", list):
@@ -212,6 +230,8 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         eagle3_members=_strings(pack_path, verdict, "verdict.eagle3_members"),
         capture_attributes=_strings(pack_path, verdict, "verdict.capture_attributes"),
         capture=_capture_spec(pack_path, data.get("capture")),
+        plugin_groups=_strings(pack_path, _table(pack_path, data, "plugins"), "plugins.entry_point_groups"),
+        plugin_model_pattern=_plugin_model_pattern(pack_path, _strings(pack_path, _table(pack_path, data, "plugins"), "plugins.model_patterns")),
         raw=data,
         digest=digest,
     )

@@ -188,6 +188,7 @@ def _listing(engine: Engine, scope: list[Path], settings: Settings) -> list[str]
     from eagle3lint.models import model_files
 
     files = [str(p) for p in model_files(engine)]
+    files.extend(engine.plugin_files())
     overrides = settings.engines.get(engine.name)
     for item in overrides.extra_models if overrides else ():
         files.extend(str(p) for p in ([item] if item.is_file() else iter_python_files(item)))
@@ -199,11 +200,11 @@ def _absent_paths(index: ProjectIndex) -> list[str]:
     """Files and folders whose appearance would change how names resolve: those of every engine
     module the index looked for and did not find."""
     absent = []
-    package = index.engine.pack.package
     for name, summary in index.modules.items():
-        if summary is not None or not (name == package or name.startswith(package + ".")):
+        root = index.engine.source_root_for(name)
+        if summary is not None or root is None:
             continue
-        base = index.engine.source_root.joinpath(*name.split("."))
+        base = root.joinpath(*name.split("."))
         for candidate in (base.with_suffix(".py"), base / "__init__.py", base):
             if not candidate.exists():
                 absent.append(str(candidate))
@@ -368,11 +369,10 @@ def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Findi
 
 
 def _model_in_scope(finding: Finding, models: list[ModelClass], scope: list[Path]) -> bool:
-    from eagle3lint.models import in_scope
 
     for model in models:
         if finding.qualname == f"{model.ref.module}.{model.ref.qualname}":
-            return in_scope(model.path, scope)
+            return model.in_scope(scope)
     return False
 
 

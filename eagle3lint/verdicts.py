@@ -125,7 +125,7 @@ def _verdict(ctx: CheckContext, model: ModelClass, own: list[Finding], by_code: 
     evidence, undecided = eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)
     codes = ", ".join(sorted({f.code for f in errors}))
     if errors:
-        if evidence:
+        if evidence or any(getattr(by_code.get(f.code), "regression", False) for f in errors):
             return Verdict(BROKEN, f"{codes}: {_first_line(errors[0].message)}", evidence)
         return Verdict(NOT_IMPLEMENTED, "no EAGLE-3 code in the class, its bases or its inner models")
     if unprovable:

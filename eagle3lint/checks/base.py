@@ -35,6 +35,9 @@ class Rule:
     member_gap: ClassVar[bool] = False
     # Its findings say something cannot be proven statically: the model's verdict is "unknown".
     unprovable: ClassVar[bool] = False
+    # Its finding says the model had EAGLE-3 in the engine and lost it (a plugin's replacement):
+    # broken, even though the class itself holds no EAGLE-3 code.
+    regression: ClassVar[bool] = False
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         raise NotImplementedError

@@ -193,10 +193,10 @@ class CheckContext:
         return ""
 
     def related_for(self, sites: list[ContractSite]) -> list[Related]:
-        root = self.index.engine.source_root
+        engine = self.index.engine
         return [
             Related(
-                str(root / site.path),
+                str(engine.absolute(site.path)),
                 site.line,
                 f"{site.receiver}.{site.member} in {site.function} ({site.describe_guard()})",
             )

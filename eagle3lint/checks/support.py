@@ -86,4 +86,68 @@ class Eagle3NotImplemented(Rule):
             )
 
 
-SUPPORT_RULES: tuple[type[Rule], ...] = (Eagle3NotImplemented,)
+class ReplacementDropsEagle3(Rule):
+    """
+    ## What it does
+    Reports a plugin's model class (an out-of-tree package checked with the engine: a hardware
+    plugin, an external model package) that replaces the engine's own class for an
+    architecture, where the engine's class implements EAGLE-3 and the plugin's has no EAGLE-3
+    code at all (it, its bases and its inner models).
+
+    ## Why is this bad?
+    With the plugin installed the engine builds the plugin's class for that architecture: a
+    model EAGLE-3 works with upstream fails at start-up once the plugin is there
+    (vllm-ascend's torchair `CustomQwen2ForCausalLM` replaces vLLM's `Qwen2ForCausalLM` and
+    drops `SupportsEagle3`). It stands for the members the class lacks.
+
+    ## Example
+    ```python
+    # plugin: ModelRegistry.register_model("Qwen2ForCausalLM", "my_plugin.qwen2:MyQwen2ForCausalLM")
+    class MyQwen2ForCausalLM(nn.Module, SupportsPP):   # upstream's has SupportsEagle3
+        ...
+    ```
+    Use instead: derive from the engine's class (`class MyQwen2ForCausalLM(Qwen2ForCausalLM)`),
+    or implement its EAGLE-3 members.
+
+    ## Fix safety
+    Display-only: which of the engine's members apply to the plugin's class is the author's call.
+    """
+
+    code = "E3L021"
+    name = "replacement-drops-eagle3"
+    family = "support"
+    regression = True
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        from eagle3lint.verdicts import eagle3_evidence
+
+        for model in ctx.models:
+            replaced = model.replaces
+            if model.kind != TARGET or replaced is None or replaced == model.ref:
+                continue
+            own, _ = eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)
+            upstream, _ = eagle3_evidence(ctx.index, replaced)
+            if own or not upstream:
+                continue
+            missing = [
+                (member.name, sites)
+                for member, sites in ctx.requirements(model)
+                if ctx.state(model.ref, member.name).status in ("missing", "delegation-gap")
+            ]
+            sites = list(dict.fromkeys(s for _, member_sites in missing for s in member_sites))
+            names = [name for name, _ in missing]
+            lacks = f": it lacks {', '.join(f'`{n}`' for n in names)} ({guard_phrase(sites)})" if sites else ""
+            engine = ctx.index.engine.name
+            yield ctx.finding(
+                ReplacementDropsEagle3,
+                model,
+                names[0] if names else "",
+                f"`{model.summary.name}` replaces {engine}'s `{replaced.qualname}` ({replaced.module}), which implements "
+                f"EAGLE-3 ({upstream}), with a class that has no EAGLE-3 code: with the plugin installed, EAGLE-3 on "
+                f"{', '.join(model.architectures) or 'this architecture'} stops working{lacks}",
+                sites,
+                data={"members": names, "replaced": str(replaced), "replaces": [[code, n] for n in names for code in ("E3L001", "E3L004")]},
+            )
+
+
+SUPPORT_RULES: tuple[type[Rule], ...] = (Eagle3NotImplemented, ReplacementDropsEagle3)

@@ -19,16 +19,15 @@ def summary_line(result: CheckResult) -> str:
     checked = models_checked(result)
     tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
     return (
-        f"{result.engine.name} {result.engine.version}: {found} "
+        f"{result.engine.label}: {found} "
         f"({hidden_counts(result)}{checked} model class{'es' if checked != 1 else ''} checked){tail}"
     )
 
 
 def models_checked(result: CheckResult) -> int:
     """Models in the reporting scope with a role (vLLM also lists registrations outside it)."""
-    from eagle3lint.models import in_scope
 
-    return sum(1 for m in result.models if m.role is not None and (not result.scope or in_scope(m.path, result.scope)))
+    return sum(1 for m in result.models if m.role is not None and (not result.scope or m.in_scope(result.scope)))
 
 
 def hidden_counts(result: CheckResult) -> str:
@@ -61,7 +60,8 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         verdict = f"; {model.status}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
-        out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{verdict}\n")
+        origin = f"; {model.origin}" if model.origin else ""
+        out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}\n")
     for entry in result.unresolved:
         out.write(f"  unresolved    {entry.name} in {display_path(entry.path, fallback_root=root)}: {entry.reason}\n")
     for note in result.notes:

@@ -9,7 +9,7 @@ from eagle3lint.contract import Contract, MemberContract
 
 def write_contract_text(contract: Contract, out: TextIO) -> None:
     engine = contract.engine
-    out.write(f"{engine.name} {engine.version} at {engine.root}\n")
+    out.write(f"{engine.label} at {engine.root}\n")
     skipped = ", ".join(engine.pack.scan_skip)
     out.write(
         f"read {contract.scanned_files} engine files that mention the interface (models folders"

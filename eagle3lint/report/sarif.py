@@ -144,7 +144,7 @@ def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, A
             {"executionSuccessful": not result.errors, "toolExecutionNotifications": notifications}
         ],
         "results": [sarif_result(f, rule_index, locator) for f in result.findings],
-        "properties": {"engine": {"name": result.engine.name, "version": result.engine.version}},
+        "properties": {"engine": result.engine.to_json()},
     }
     log: dict[str, Any] = valid_text({"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]})
     return log

@@ -67,7 +67,7 @@ class Verdict:
 
 @dataclass
 class VerifyReport:
-    engine: dict[str, str] | None
+    engine: dict[str, object] | None
     preflight: PreflightResult
     launches: list[LaunchRecord] = field(default_factory=list)
     metrics: dict[str, MeasureResult] = field(default_factory=dict)

@@ -26,17 +26,23 @@ class SglangAdapter(EngineAdapter):
     name = "sglang"
 
     def load_models(self, index: ProjectIndex, scope: list[Path], extra_files: list[Path]) -> list[ModuleSummary]:
-        from eagle3lint.models import model_files_in_scope
+        from eagle3lint.engines.sglang.plugins import plugin_model_files
+        from eagle3lint.models import in_scope, model_files_in_scope
 
         modules = index.load_files(model_files_in_scope(index.engine, scope))
-        return modules + index.load_files(extra_files)
+        plugin_files = [p for p in plugin_model_files(index.engine) if in_scope(str(p), scope)]
+        return modules + index.load_files([*extra_files, *plugin_files])
 
     def check_context(self, index: ProjectIndex, contract: Contract, scope: list[Path], loaded: object) -> ModelsInContext:
         from eagle3lint.checks.context import CheckContext
         from eagle3lint.engines.sglang.models import discover_sglang_models
+        from eagle3lint.engines.sglang.plugins import mark_plugin_models, registered_models
 
         modules = loaded if isinstance(loaded, list) else []
         models, unresolved = discover_sglang_models(index, modules)
+        if index.engine.plugins:
+            models += [m for m in registered_models(index, models) if m.in_scope(scope)]
+            mark_plugin_models(index, models)
         return ModelsInContext(models, unresolved, CheckContext(index=index, contract=contract, models=models))
 
     def fix_patterns(self) -> tuple[type[FixPattern], ...]:

@@ -25,6 +25,7 @@ from eagle3lint.models import (
     classify,
     in_scope,
 )
+from eagle3lint.registrations import RegistrationShapes, read_registrations
 from eagle3lint.snippets import SnippetReader
 from eagle3lint.summary import ClassSummary
 
@@ -104,7 +105,7 @@ def _kind(index: VllmIndex, ref: ClassRef, kinds: set[str], sections: list[str])
 
 
 def _module_location(index: VllmIndex, module: str) -> Path | None:
-    base = index.engine.source_root.joinpath(*module.split("."))
+    base = (index.engine.source_root_for(module) or index.engine.source_root).joinpath(*module.split("."))
     if base.with_suffix(".py").is_file():
         return base.with_suffix(".py")
     if (base / "__init__.py").is_file():
@@ -170,18 +171,25 @@ def discover_vllm_models(index: VllmIndex, scope: list[Path] | None = None) -> D
     registry = read_registry(index, vpack)
     if registry is None:
         return Discovery(None, [], [])
+    add_plugin_registrations(index, registry, vpack)
     index.architecture_classes = architecture_resolver(index, registry, vpack)
     grouped: dict[tuple[ClassRef, str | None], tuple[list[str], list[str]]] = {}
     unresolved: list[UnresolvedEntry] = []
     outside: dict[tuple[str, str], ModelClass] = {}
-    locations = {e.architecture: _module_location(index, e.module) for e in registry.entries.values()}
-    checked = {a for a, location in locations.items() if scope is None or _entry_in_scope(location, scope)}
+    entries = registry.all_entries()
+    locations = {id(e): _module_location(index, e.module) for e in entries}
+    # A plugin's registration is checked with the plugin, even of a class it does not own.
+    checked = {
+        id(e) for e in entries
+        if scope is None or _entry_in_scope(locations[id(e)], scope) or (e.registered_path and in_scope(e.registered_path, scope))
+    }
     # One batch for the registered modules in scope, so a parallel summary provider can share
     # them out; everything else they lean on is parsed on demand.
-    index.load_files(sorted({p for a in checked if (p := _module_file(locations[a])) is not None}))
-    for entry in registry.entries.values():
-        location = locations[entry.architecture]
-        if entry.architecture not in checked:
+    index.load_files(sorted({p for e in entries if id(e) in checked and (p := _module_file(locations[id(e)])) is not None}))
+    plugin_entries: dict[tuple[ClassRef, str | None], list[RegistryEntry]] = {}
+    for entry in entries:
+        location = locations[id(entry)]
+        if id(entry) not in checked:
             known = outside.get((entry.module, entry.class_name))
             if known is None:
                 outside[(entry.module, entry.class_name)] = _registered_only(entry, location, index)
@@ -196,6 +204,8 @@ def discover_vllm_models(index: VllmIndex, scope: list[Path] | None = None) -> D
             architectures, sections = grouped.setdefault((resolved, variant), ([], []))
             architectures.append(entry.architecture)
             sections.extend(entry.sections)
+            if entry.registered_by:
+                plugin_entries.setdefault((resolved, variant), []).append(entry)
     # A variant that is also registered on its own (a generic fallback) is that model.
     plain = {ref for ref, variant in grouped if variant is None}
     for key in [k for k in grouped if k[1] is not None and k[0] in plain]:
@@ -210,5 +220,65 @@ def discover_vllm_models(index: VllmIndex, scope: list[Path] | None = None) -> D
             continue
         kinds = {vpack.sections.get(s, vpack.default_section) for s in sections}
         kind, reason = _kind(index, ref, kinds, sections)
-        models.append(ModelClass(ref, module.path, summary, kind, reason, architectures[0], variant, architectures))
+        if set(sections) == {"plugin"}:
+            kind, reason = _plugin_kind(index, ref, architectures, kind, reason)
+        model = ModelClass(ref, module.path, summary, kind, reason, architectures[0], variant, architectures)
+        _mark_plugin_origin(index, model, plugin_entries.get((ref, variant), []), vpack)
+        models.append(model)
     return Discovery(registry, models, unresolved, list(outside.values()))
+
+
+def _plugin_kind(index: VllmIndex, ref: ClassRef, architectures: list[str], kind: str, reason: str) -> tuple[str, str]:
+    """A plugin registers in no registry section: draft heads are told by their names (the
+    class's and those it is registered under), as the registry's own drafts are."""
+    pack = index.engine.pack
+    names = [ref.qualname.rsplit(".", 1)[-1], *architectures]
+    if any(pack.eagle3_draft_pattern.search(n) for n in names):
+        return EAGLE3_DRAFT, "EAGLE-3 draft head (by its registered names)"
+    if any(pack.draft_pattern.search(n) for n in names):
+        return DRAFT, "draft model for speculative decoding (by its registered names)"
+    return kind, reason
+
+
+def add_plugin_registrations(index: VllmIndex, registry: Registry, vpack: VllmPack) -> None:
+    """The plugins' ``register_model`` calls join the registry: an architecture the engine
+    already has is replaced (vLLM builds the plugin's class for it), a new one is added."""
+    engine = index.engine
+    for plugin in engine.plugins:
+        for reg in read_registrations(index, plugin, RegistrationShapes(vpack.register_calls, vpack.registry_names)):
+            rel = _relative_to(engine, reg.path)
+            where = f"{rel}:{reg.line}" + (f" ({reg.function})" if reg.function else "")
+            entry = RegistryEntry(reg.architecture, reg.module, reg.class_name, ["plugin"], f"{plugin.label} at {where}", reg.path)
+            earlier = registry.entries.get(reg.architecture)
+            if earlier is not None and earlier.registered_by:
+                entry.replaces = earlier.replaces
+                if (earlier.module, earlier.class_name) != (entry.module, entry.class_name):
+                    registry.alternatives.append(entry)
+                continue
+            entry.replaces = earlier
+            registry.entries[reg.architecture] = entry
+
+
+def _relative_to(engine: Engine, path: str) -> str:
+    for root in (p.source_root for p in engine.plugins):
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return path
+
+
+def _mark_plugin_origin(index: VllmIndex, model: ModelClass, entries: list[RegistryEntry], vpack: VllmPack) -> None:
+    if not entries:
+        return
+    parts = [f"registered by {e.registered_by}" for e in entries]
+    model.registered_in = entries[0].registered_path
+    for entry in entries:
+        replaced = entry.replaces
+        if replaced is None:
+            continue
+        resolved = _entry_classes(index, replaced, vpack)
+        ref = next((r for _, r in resolved if isinstance(r, ClassRef)), None)
+        model.replaces = model.replaces or ref
+        parts.append(f"replaces {index.engine.name}'s `{replaced.class_name}` ({replaced.module}) for {entry.architecture}")
+    model.origin = "; ".join(dict.fromkeys(parts))

@@ -124,10 +124,11 @@ _CACHE: dict[tuple[str, str], list[_Source] | None] = {}
 
 
 def _sources(index: ProjectIndex, module: str, vpack: VllmPack) -> list[_Source] | None:
-    key = (str(index.engine.source_root), module)
+    root = index.engine.source_root_for(module) or index.engine.source_root
+    key = (str(root), module)
     if key in _CACHE:
         return _CACHE[key]
-    base = index.engine.source_root.joinpath(*module.split("."))
+    base = root.joinpath(*module.split("."))
     path = base / "__init__.py"
     result: list[_Source] | None = None
     if path.is_file():

@@ -42,6 +42,9 @@ class VllmPack:
     pp_flag: str
     pp_guard_files: tuple[str, ...]
     pp_pack_calls: tuple[str, ...]
+    # [plugins]: the registration call and the registry it is made on
+    register_calls: tuple[str, ...]
+    registry_names: tuple[str, ...]
     # top level
     walk_methods: tuple[str, ...]
     inner_model_class: str
@@ -76,6 +79,7 @@ def _parse(pack: RulePack) -> VllmPack:
     platforms = _table(data, "platforms")
     holders = _table(data, "holders")
     pipeline = _table(data, "pipeline")
+    plugins = _table(data, "plugins")
     sections = registry.get("sections", {})
     if not isinstance(sections, dict) or not all(v in SECTION_KINDS for v in sections.values()):
         raise UsageError(
@@ -105,6 +109,8 @@ def _parse(pack: RulePack) -> VllmPack:
         pp_flag=_str(pipeline, "pipeline", "flag", ""),
         pp_guard_files=_strs(pipeline, "pipeline", "guard_files"),
         pp_pack_calls=_strs(pipeline, "pipeline", "pack_calls"),
+        register_calls=_strs(plugins, "plugins", "register_calls", ("register_model",)),
+        registry_names=_strs(plugins, "plugins", "registry_names", ("ModelRegistry",)),
         walk_methods=_strs(data, "", "walk_methods"),
         inner_model_class=_str(data, "", "inner_model_class", "."),
         language_model_marker=_str(holders, "holders", "language_model_marker", ""),

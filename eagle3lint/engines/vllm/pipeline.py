@@ -14,7 +14,7 @@ from eagle3lint.engines.vllm.context import VllmCheckContext
 from eagle3lint.engines.vllm.discovery import Discovery, build_vllm_index, discover_vllm_models
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.protocol import VllmContract
-from eagle3lint.models import ModelClass, UnresolvedEntry, in_scope
+from eagle3lint.models import ModelClass, UnresolvedEntry
 
 
 @dataclass
@@ -45,7 +45,7 @@ def prepare_vllm(engine: Engine, contract: Contract, scope: list[Path]) -> VllmP
     # A single file outside the registry can still be the reporting scope.
     index.load_files([p for p in scope if p.is_file() and p.suffix == ".py"])
     discovery = discover_vllm_models(index, scope)
-    checked = [m for m in discovery.models if in_scope(m.path, scope)]
+    checked = [m for m in discovery.models if m.in_scope(scope)]
     context = VllmCheckContext(
         index=index, contract=contract, models=checked, vllm=vllm_contract, all_models=discovery.models
     )
@@ -62,7 +62,7 @@ def vllm_context(
     contract are both in hand."""
     extra = contract.extra.get("vllm")
     vllm_contract = extra if isinstance(extra, VllmContract) else VllmContract(None)
-    checked = [m for m in discovery.models if in_scope(m.path, scope)]
+    checked = [m for m in discovery.models if m.in_scope(scope)]
     context = VllmCheckContext(
         index=index, contract=contract, models=checked, vllm=vllm_contract, all_models=discovery.models
     )

@@ -21,6 +21,10 @@ class RegistryEntry:
     module: str  # fully qualified: vllm.model_executor.models.llama
     class_name: str
     sections: list[str] = field(default_factory=list)  # the dicts that list it
+    # A plugin's registration: who registers it where, and the engine's entry it replaces.
+    registered_by: str = ""
+    registered_path: str = ""  # the file of the registration call
+    replaces: RegistryEntry | None = None
 
     def section_kinds(self, vpack: VllmPack) -> set[str]:
         return {vpack.sections.get(s, vpack.default_section) for s in self.sections}
@@ -31,9 +35,15 @@ class Registry:
     module: str
     path: str
     entries: dict[str, RegistryEntry]  # by architecture
+    # Further plugin registrations of an architecture already registered by a plugin (one per
+    # env-flag branch): each is a model to check; the first is the one ``lookup`` returns.
+    alternatives: list[RegistryEntry] = field(default_factory=list)
 
     def lookup(self, architecture: str) -> RegistryEntry | None:
         return self.entries.get(architecture)
+
+    def all_entries(self) -> list[RegistryEntry]:
+        return [*self.entries.values(), *self.alternatives]
 
 
 def qualify(module: str, package: str, vpack: VllmPack) -> str:

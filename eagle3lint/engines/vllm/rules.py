@@ -43,11 +43,11 @@ def _setter_sites(ctx: VllmCheckContext) -> list[ContractSite]:
 
 
 def _check_related(ctx: VllmCheckContext) -> list[Related]:
-    root = ctx.index.engine.source_root
+    engine = ctx.index.engine
     if ctx.vllm is None:
         return []
     return [
-        Related(str(root / site.path), site.line, f"{site.check}({site.argument}) in {site.function}: the runner raises when it is false")
+        Related(str(engine.absolute(site.path)), site.line, f"{site.check}({site.argument}) in {site.function}: the runner raises when it is false")
         for site in ctx.vllm.check_sites
         if site.guard == "error"
     ]

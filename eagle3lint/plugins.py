@@ -1,0 +1,228 @@
+"""Out-of-tree packages that extend an engine: hardware plugins (vllm-ascend), model plugins,
+SGLang external model packages. Each is read as a second source root next to the engine's.
+
+What is read here is engine-neutral packaging: where the package's top folder is, its
+distribution's name and version (``*.dist-info/METADATA``, ``*.egg-info/PKG-INFO``, an sdist's
+``PKG-INFO``, ``pyproject.toml``, a literal ``setup.py``), and its entry points (the same files'
+``entry_points.txt`` / ``[project.entry-points]`` / ``entry_points=``). Which entry-point groups
+and registration calls matter is each engine's (rule pack ``[plugins]``). Nothing is imported.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import sys
+import warnings
+from dataclasses import dataclass
+from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+
+# Metadata files are small; anything larger is not one.
+_MAX_METADATA_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    group: str
+    name: str
+    value: str  # "module:function" or "module"
+    origin: str  # the file that declares it
+
+    @property
+    def module(self) -> str:
+        return self.value.partition(":")[0].strip()
+
+    @property
+    def function(self) -> str:
+        return self.value.partition(":")[2].strip().split("[")[0].strip()
+
+
+@dataclass(frozen=True)
+class Distribution:
+    name: str
+    version: str
+    origin: str  # the metadata file it was read from
+
+
+@dataclass(frozen=True)
+class PluginPackage:
+    """One top-level package read beside the engine's."""
+
+    name: str  # the import name: vllm_ascend
+    root: Path  # the package folder itself
+    distribution: Distribution | None = None
+    entry_points: tuple[EntryPoint, ...] = ()
+
+    @property
+    def source_root(self) -> Path:
+        return self.root.parent
+
+    @property
+    def label(self) -> str:
+        d = self.distribution
+        return f"{d.name} {d.version}" if d else self.name
+
+    def entry_points_in(self, groups: tuple[str, ...] | frozenset[str]) -> list[EntryPoint]:
+        return [e for e in self.entry_points if e.group in groups]
+
+
+def _read_text(path: Path) -> str | None:
+    try:
+        if not path.is_file() or path.stat().st_size > _MAX_METADATA_BYTES:
+            return None
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def package_roots(path: Path) -> list[Path]:
+    """The top-level package folders ``path`` lies in (walking up while folders are packages),
+    or, for a project folder that is no package, the packages directly inside it (or in its
+    ``src/``)."""
+    start = path.resolve()
+    folder = start if start.is_dir() else start.parent
+    if (folder / "__init__.py").is_file():
+        while (folder.parent / "__init__.py").is_file() and folder.parent != folder:
+            folder = folder.parent
+        return [folder]
+    found: list[Path] = []
+    for base in (folder, folder / "src"):
+        try:
+            children = sorted(base.iterdir()) if base.is_dir() else []
+        except OSError:
+            continue
+        found.extend(c for c in children if c.is_dir() and (c / "__init__.py").is_file() and c.name.isidentifier())
+    return found
+
+
+def _normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _metadata_fields(text: str) -> tuple[str, str] | None:
+    name = re.search(r"^Name:\s*(\S+)", text, re.M)
+    version = re.search(r"^Version:\s*(\S+)", text, re.M)
+    return (name.group(1), version.group(1)) if name and version else None
+
+
+def _lists_package(info: Path, package: str) -> bool:
+    """Whether a ``*.dist-info``/``*.egg-info`` folder belongs to ``package``: its
+    ``top_level.txt`` names it, or its ``RECORD`` lists files in it, or its name is the
+    package's."""
+    top = _read_text(info / "top_level.txt")
+    if top is not None and package in top.split():
+        return True
+    record = _read_text(info / "RECORD")
+    if record is not None and re.search(rf"^{re.escape(package)}/", record, re.M):
+        return True
+    stem = info.name.split("-")[0]
+    return _normalize(stem) == _normalize(package)
+
+
+def _entry_points_txt(path: Path) -> list[EntryPoint]:
+    text = _read_text(path)
+    if text is None:
+        return []
+    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=False)
+    parser.optionxform = str  # type: ignore[assignment,method-assign]
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    return [EntryPoint(group, name.strip(), value.strip(), str(path)) for group in parser.sections() for name, value in parser.items(group)]
+
+
+def _pyproject(path: Path) -> tuple[Distribution | None, list[EntryPoint]]:
+    text = _read_text(path)
+    if text is None:
+        return None, []
+    try:
+        data = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, ValueError):
+        return None, []
+    project = data.get("project")
+    if not isinstance(project, dict):
+        return None, []
+    name, version = project.get("name"), project.get("version")
+    dist = Distribution(name, version, str(path)) if isinstance(name, str) and isinstance(version, str) else None
+    points: list[EntryPoint] = []
+    groups = project.get("entry-points")
+    if isinstance(groups, dict):
+        for group, entries in groups.items():
+            if isinstance(entries, dict):
+                points.extend(EntryPoint(group, n, v, str(path)) for n, v in entries.items() if isinstance(v, str))
+    return dist, points
+
+
+def _setup_py(path: Path) -> tuple[Distribution | None, list[EntryPoint]]:
+    """``setup(name=..., version=..., entry_points={...})`` with literal values."""
+    text = _read_text(path)
+    if text is None:
+        return None, []
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return None, []
+    calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", "")) == "setup"]
+    if not calls:
+        return None, []
+    literal: dict[str, object] = {}
+    for keyword in calls[0].keywords:
+        if keyword.arg in ("name", "version", "entry_points"):
+            try:
+                literal[keyword.arg] = ast.literal_eval(keyword.value)
+            except (ValueError, TypeError, SyntaxError, RecursionError):
+                continue
+    name, version = literal.get("name"), literal.get("version")
+    dist = Distribution(name, version, str(path)) if isinstance(name, str) and isinstance(version, str) else None
+    points: list[EntryPoint] = []
+    groups = literal.get("entry_points")
+    if isinstance(groups, dict):
+        for group, entries in groups.items():
+            for entry in [entries] if isinstance(entries, str) else entries if isinstance(entries, (list, tuple)) else []:
+                if isinstance(entry, str) and "=" in entry:
+                    n, _, v = entry.partition("=")
+                    points.append(EntryPoint(str(group), n.strip(), v.strip(), str(path)))
+    return dist, points
+
+
+def read_distribution(root: Path) -> tuple[Distribution | None, list[EntryPoint]]:
+    """The distribution that ships the package folder ``root``, and its entry points: installed
+    or unpacked metadata beside the package first, then the project files of a source tree."""
+    package, parent = root.name, root.parent
+    try:
+        infos = sorted(p for p in parent.iterdir() if p.suffix in (".dist-info", ".egg-info") and p.is_dir())
+    except OSError:
+        infos = []
+    project = parent.parent if parent.name == "src" else parent
+    owned = [info for info in infos if _lists_package(info, package)]
+    owned += [c for c in (project / f"{package}.egg-info", parent / f"{package}.egg-info") if c.is_dir() and c not in owned]
+    for info in owned:
+        metadata = info / ("METADATA" if (info / "METADATA").is_file() else "PKG-INFO")
+        text = _read_text(metadata)
+        fields = _metadata_fields(text) if text else None
+        return (Distribution(fields[0], fields[1], str(metadata)) if fields else None), _entry_points_txt(info / "entry_points.txt")
+    dist: Distribution | None = None
+    points: list[EntryPoint] = []
+    pkg_info = _read_text(project / "PKG-INFO")
+    if pkg_info is not None and (fields := _metadata_fields(pkg_info)):
+        dist = Distribution(fields[0], fields[1], str(project / "PKG-INFO"))
+    for reader, filename in ((_pyproject, "pyproject.toml"), (_setup_py, "setup.py")):
+        found, found_points = reader(project / filename)
+        dist = dist or found
+        points = points or found_points
+    return dist, points
+
+
+def read_plugin(root: Path) -> PluginPackage:
+    dist, points = read_distribution(root)
+    return PluginPackage(root.name, root, dist, tuple(points))
