@@ -117,6 +117,17 @@ class _Reader:
         self.constants = constants
         self.calls, self.registries, self.shapes = shapes.calls, shapes.registries, shapes
         self.found: list[PluginRegistration] = []
+        self.is_package = False
+
+    def _import_source(self, stmt: ast.ImportFrom) -> str | None:
+        if not stmt.level:
+            return stmt.module
+        parts = self.module.split(".")
+        base = parts if self.is_package else parts[:-1]
+        if stmt.level - 1 > len(base):
+            return None
+        base = base[: len(base) - (stmt.level - 1)]
+        return ".".join([*base, *([stmt.module] if stmt.module else [])]) or None
 
     def _registry(self, node: ast.expr) -> bool:
         receiver = (_dotted(node) or "").lower()
@@ -133,7 +144,12 @@ class _Reader:
             return
         architecture = _fold(target.slice, {**self.constants, **local})
         dotted = _dotted(stmt.value)
-        resolved = self.index.resolve(self.module, dotted) if dotted else None
+        imported = local.get(dotted or "", "")
+        if ":" in imported:
+            module, _, name = imported.partition(":")
+            resolved: object = ClassRef(module, name)
+        else:
+            resolved = self.index.resolve(self.module, dotted) if dotted else None
         if architecture is not None and isinstance(resolved, ClassRef):
             self.found.append(PluginRegistration(architecture, resolved.module, resolved.qualname, self.path, stmt.lineno, function, self.plugin))
 
@@ -145,6 +161,11 @@ class _Reader:
             if isinstance(stmt, ast.ClassDef):
                 self.body(stmt.body, stmt.name, dict(local), {})
                 continue
+            if isinstance(stmt, ast.ImportFrom) and function:
+                # ``from .models.x import Cls`` inside the registering function.
+                source = self._import_source(stmt)
+                for alias in stmt.names if source else ():
+                    local[alias.asname or alias.name] = f"{source}:{alias.name}"
             if isinstance(stmt, ast.Assign):
                 self.assign(stmt, local, function)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
@@ -198,6 +219,8 @@ class _Reader:
             dotted = _dotted(target_node)
             resolved = self.index.resolve(self.module, dotted) if dotted else None
             ref = resolved if isinstance(resolved, ClassRef) else None
+        if ref is not None and not self.index.engine.owns(ref.module) and self.index.class_summary(ref) is None:
+            return  # a class of a package the run does not read
         if ref is None:
             return
         for architecture in architectures:
@@ -236,8 +259,9 @@ def read_registrations(index: ProjectIndex, plugin: PluginPackage, shapes: Regis
                     tree = ast.parse(text, filename=path)
             except (SyntaxError, ValueError, RecursionError):
                 continue  # the index reports the file when it is read
-            module, _ = module_name(plugin.root, Path(path))
+            module, is_package = module_name(plugin.root, Path(path))
             reader = _Reader(index, plugin, module, path, _module_constants(tree, module), shapes)
+            reader.is_package = is_package
             reader.body(tree.body, "", {}, {})
             found.extend(reader.found)
     return found

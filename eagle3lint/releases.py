@@ -123,3 +123,58 @@ def fetch_release(spec: str) -> Path:
         limit = DEFAULT_MAX_RELEASES
     _evict(releases, target, max(limit, 1))
     return target / name
+
+
+_PACKAGE_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
+# What a plugin's metadata folder keeps: its name and version, entry points, top-level packages.
+_METADATA_FILES = ("METADATA", "entry_points.txt", "top_level.txt", "RECORD")
+
+
+def _unpack_package(wheel: Path, dest: Path) -> int:
+    count = 0
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            for info in archive.infolist():
+                parts = Path(info.filename).parts
+                if ".." in parts or not parts or info.filename.startswith("/"):
+                    continue
+                wanted = info.filename.endswith(".py") or (
+                    len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] in _METADATA_FILES
+                )
+                if not wanted:
+                    continue
+                target = dest / info.filename
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with archive.open(info) as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+                count += info.filename.endswith(".py")
+    except zipfile.BadZipFile as exc:
+        raise ReleaseFetchError(f"{wheel.name}: not a valid wheel: {exc}") from exc
+    return count
+
+
+def fetch_package(spec: str) -> Path:
+    """An out-of-tree package (an engine plugin) from the package index, unpacked like a
+    release: its ``.py`` files and its ``*.dist-info`` metadata (name, version, entry points).
+    Returns the folder that holds its top-level packages. Plugins are small and kept."""
+    match = _PACKAGE_SPEC_RE.match(spec.strip())
+    if not match:
+        raise UsageError(f"{spec!r}: expected NAME==VERSION")
+    name, version = match["name"], match["version"]
+    packages = cache_root() / "packages"
+    target = packages / f"{re.sub(r'[-_.]+', '-', name).lower()}-{version}"
+    if (target / _COMPLETE).exists():
+        return target
+    packages.mkdir(parents=True, exist_ok=True)
+    print(f"eagle3lint: fetching {name}=={version} into {target} ...", file=sys.stderr)
+    with tempfile.TemporaryDirectory(dir=packages, prefix=".download-") as tmp:
+        tmp_path = Path(tmp)
+        wheel = _pip_download(name, version, tmp_path / "wheel")
+        staging = tmp_path / "src"
+        if _unpack_package(wheel, staging) == 0:
+            raise ReleaseFetchError(f"{wheel.name}: holds no .py files")
+        (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
+        if target.exists():
+            shutil.rmtree(target)
+        os.replace(staging, target)
+    return target

@@ -57,6 +57,9 @@ def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> No
 def write_model_listing(result: CheckResult, out: TextIO) -> None:
     """What ``-v`` adds: every model class with its classification, unresolved entries, notes."""
     root = result.engine.source_root
+    for plugin in result.engine.plugins:
+        points = "; ".join(f"{e.group}: {e.name} = {e.value}" for e in plugin.entry_points if e.group in result.engine.pack.plugin_groups)
+        out.write(f"  plugin        {plugin.label} ({display_path(str(plugin.root), fallback_root=root)}): {points or 'no entry point for this engine'}\n")
     for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         verdict = f"; {model.status}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""

@@ -12,7 +12,7 @@ def write_contract_text(contract: Contract, out: TextIO) -> None:
     out.write(f"{engine.label} at {engine.root}\n")
     skipped = ", ".join(engine.pack.scan_skip)
     out.write(
-        f"read {contract.scanned_files} engine files that mention the interface (models folders"
+        f"read {contract.scanned_files} {'engine and plugin' if engine.plugins else 'engine'} files that mention the interface (models folders"
         + (f" and {skipped} not scanned" if skipped else " not scanned")
         + ")\n\n"
     )

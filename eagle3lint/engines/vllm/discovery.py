@@ -25,6 +25,7 @@ from eagle3lint.models import (
     classify,
     in_scope,
 )
+from eagle3lint.plugins import PluginPackage
 from eagle3lint.registrations import RegistrationShapes, read_registrations
 from eagle3lint.snippets import SnippetReader
 from eagle3lint.summary import ClassSummary
@@ -247,7 +248,7 @@ def add_plugin_registrations(index: VllmIndex, registry: Registry, vpack: VllmPa
     for plugin in engine.plugins:
         for reg in read_registrations(index, plugin, RegistrationShapes(vpack.register_calls, vpack.registry_names)):
             rel = _relative_to(engine, reg.path)
-            where = f"{rel}:{reg.line}" + (f" ({reg.function})" if reg.function else "")
+            where = f"{rel}:{reg.line}" + (f" ({reg.function})" if reg.function else "") + _entry_point_of(plugin, reg.function, engine.pack.plugin_groups)
             entry = RegistryEntry(reg.architecture, reg.module, reg.class_name, ["plugin"], f"{plugin.label} at {where}", reg.path)
             earlier = registry.entries.get(reg.architecture)
             if earlier is not None and earlier.registered_by:
@@ -257,6 +258,15 @@ def add_plugin_registrations(index: VllmIndex, registry: Registry, vpack: VllmPa
                 continue
             entry.replaces = earlier
             registry.entries[reg.architecture] = entry
+
+
+def _entry_point_of(plugin: PluginPackage, function: str, groups: tuple[str, ...]) -> str:
+    """", from entry point vllm.general_plugins:NAME" when an entry point names the function
+    the registration is in (by name: a shim that calls a same-named function counts)."""
+    for point in plugin.entry_points_in(groups):
+        if function and point.function == function.rsplit(".", 1)[-1]:
+            return f", from entry point {point.group}:{point.name}"
+    return ""
 
 
 def _relative_to(engine: Engine, path: str) -> str:

@@ -1,0 +1,157 @@
+"""Plugins and forks on synthetic trees: registrations of both forms, entry points, a replaced
+engine architecture, the plugin's own call sites, classes resolved across the two source roots,
+the empty-scope refusal and a fork's metadata version."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eagle3lint.engine_finder import discover_engine
+from eagle3lint.plugins import package_roots, read_plugin
+from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
+
+VLLM_PLUGIN = FIXTURES / "plugin_vllm"
+VLLM_ENGINE = FIXTURES / "vllm_modern" / "vllm"
+SGLANG_PLUGIN = FIXTURES / "plugin_sglang"
+SGLANG_ENGINE = FIXTURES / "sglang_basic" / "sglang"
+
+
+def _models(report: dict) -> dict[str, dict]:
+    return {m["class"]: m for m in report["models"] if m.get("status")}
+
+
+@pytest.fixture(scope="module")
+def vllm_report() -> dict:
+    code, report = run_json("check", VLLM_PLUGIN, "--engine-root", VLLM_ENGINE)
+    assert code == 1
+    return report
+
+
+def test_project_metadata_and_entry_points_are_read() -> None:
+    (root,) = package_roots(VLLM_PLUGIN)
+    plugin = read_plugin(root)
+    assert (plugin.name, plugin.label) == ("vllm_fixture_plugin", "vllm-fixture-plugin 0.3.1")
+    assert [(e.group, e.name, e.value) for e in plugin.entry_points] == [("vllm.general_plugins", "fixture_models", "vllm_fixture_plugin:register")]
+    (sgl_root,) = package_roots(SGLANG_PLUGIN / "sgl_fixture_models" / "plugin.py")
+    sgl = read_plugin(sgl_root)
+    assert sgl.label == "sgl-fixture-models 2.0.0"
+    assert [(e.group, e.value) for e in sgl.entry_points] == [("sglang.srt.plugins", "sgl_fixture_models.plugin:register")]
+
+
+def test_vllm_registrations_of_both_forms_are_found_and_checked(vllm_report: dict) -> None:
+    models = _models(vllm_report)
+    assert set(models) == {"ReplacedLlamaForCausalLM", "DerivedForCausalLM", "FixtureMTP"}
+    # The class-object form replaces vLLM's Llama; the string form (an f-string of __name__)
+    # adds an architecture, with a class derived from vLLM's own Llama (across the roots).
+    assert models["DerivedForCausalLM"]["status"] == "supported"
+    assert models["DerivedForCausalLM"]["architectures"] == ["FixtureDerivedForCausalLM"]
+    assert "from entry point vllm.general_plugins:fixture_models" in models["DerivedForCausalLM"]["origin"]
+    # Registered in a loop under two draft names: a draft head, both names kept.
+    assert models["FixtureMTP"]["kind"] == "draft" and models["FixtureMTP"]["architectures"] == ["FixtureMTP", "FixtureMTPModel"]
+    replaced = models["ReplacedLlamaForCausalLM"]
+    assert replaced["status"] == "broken"
+    assert "replaces vllm's `LlamaForCausalLM` (vllm.model_executor.models.llama) for LlamaForCausalLM" in replaced["origin"]
+
+
+def test_a_replacement_that_drops_eagle3_is_one_error(vllm_report: dict) -> None:
+    (finding,) = vllm_report["findings"]
+    assert (finding["code"], finding["class"], finding["severity"]) == ("E3L021", "ReplacedLlamaForCausalLM", "error")
+    assert "with the plugin installed, EAGLE-3 on LlamaForCausalLM stops working" in finding["message"]
+    assert finding["path"].endswith("vllm_fixture_plugin/models/replaced.py")
+    # Its sites include the plugin's own runner and proposer, unguarded.
+    related = {(Path(r["path"]).name, r["line"]) for r in finding["related"]}
+    assert {("runner.py", 7), ("proposer.py", 5)} <= related
+
+
+def test_plugin_call_sites_join_the_contract() -> None:
+    done = run_cli("contract", VLLM_PLUGIN, "--engine-root", VLLM_ENGINE, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    members = {m["name"]: m for m in json.loads(done.stdout)["members"]}
+    sites = {(s["path"], s["guard"]) for s in members["get_eagle3_default_aux_hidden_state_layers"]["sites"]}
+    assert ("vllm_fixture_plugin/spec_decode/proposer.py", "none") in sites
+    assert ("vllm/v1/worker/gpu_model_runner.py", "error") in sites
+    # The plugin's model files are read by the index, not scanned as call sites.
+    assert not any(s["path"].startswith("vllm_fixture_plugin/models/") for m in members.values() for s in m["sites"])
+
+
+def test_verbose_names_the_plugin_and_its_entry_points() -> None:
+    done = run_cli("check", "-v", VLLM_PLUGIN, "--engine-root", VLLM_ENGINE)
+    assert "plugin        vllm-fixture-plugin 0.3.1" in done.stderr + done.stdout
+    assert "vllm.general_plugins: fixture_models = vllm_fixture_plugin:register" in done.stdout
+
+
+def test_sglang_external_package_entry_classes_and_registry_writes() -> None:
+    code, report = run_json("check", SGLANG_PLUGIN, "--engine-root", SGLANG_ENGINE)
+    assert code == 1
+    models = _models(report)
+    assert {k: v["status"] for k, v in models.items()} == {
+        "FixLlamaForCausalLM": "broken",  # named like the built-in: it replaces it, without EAGLE-3
+        "FixtureWrapperForCausalLM": "supported",  # forwards to the built-in model (two roots)
+        "RegisteredForCausalLM": "broken",  # written into ModelRegistry.models by the plugin
+    }
+    assert "replaces sglang's `FixLlamaForCausalLM` (sglang.srt.models.llama_like)" in models["FixLlamaForCausalLM"]["origin"]
+    assert models["RegisteredForCausalLM"]["architectures"] == ["FixtureRegisteredForCausalLM"]
+    codes = sorted((f["code"], f["class"]) for f in report["findings"])
+    assert codes == [("E3L001", "RegisteredForCausalLM"), ("E3L021", "FixLlamaForCausalLM")]
+    (gap,) = [f for f in report["findings"] if f["code"] == "E3L001"]
+    assert "unguarded" in gap["message"]
+
+
+def test_models_matrix_shows_origins() -> None:
+    code, data = run_json("models", SGLANG_PLUGIN, "--engine-root", SGLANG_ENGINE)
+    assert code == 0
+    assert data["engine"]["plugins"][0]["distribution"] == "sgl-fixture-models"
+    origins = {m["class"]: m.get("origin", "") for m in data["models"]}
+    assert origins["FixtureWrapperForCausalLM"].startswith("from sgl-fixture-models 2.0.0 (EntryClass in sgl_fixture_models/delegating.py)")
+
+
+@pytest.mark.parametrize("fmt", ["concise", "json", "sarif", "github", "full"])
+def test_a_folder_with_no_model_class_is_an_error_in_every_format(fmt: str) -> None:
+    done = run_cli("check", "--format", fmt, VLLM_PLUGIN / "vllm_fixture_plugin" / "worker", "--engine-root", VLLM_ENGINE)
+    assert done.returncode == 2, done.stderr
+    assert "no model classes found under" in done.stderr and "worker" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_an_engine_folder_without_models_is_refused_but_a_file_list_is_not() -> None:
+    layers = SGLANG_ENGINE / "srt" / "layers"
+    done = run_cli("check", layers)
+    assert done.returncode == 2 and "no model classes found under" in done.stderr
+    # Files one by one (a pre-commit run) keep their behaviour: nothing to report, exit 0.
+    assert run_cli("check", layers / "__init__.py").returncode == 0
+
+
+def test_a_folder_outside_every_engine_and_package_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "notes").mkdir()
+    done = run_cli("check", tmp_path / "notes", "--engine-root", VLLM_ENGINE)
+    assert done.returncode == 2
+    assert "not inside the vllm tree being checked" in done.stderr and "no Python package" in done.stderr
+
+
+def _fork(tmp_path: Path, name: str, version: str, version_file: bool = True) -> Path:
+    files = dict(SGLANG_SKELETON)
+    if not version_file:
+        del files["sglang/version.py"]
+    files[f"{name.replace('-', '_')}-{version}.dist-info/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    files[f"{name.replace('-', '_')}-{version}.dist-info/top_level.txt"] = "sglang\n"
+    return make_tree(tmp_path, files) / "sglang"
+
+
+def test_a_fork_shows_its_own_name_and_version_and_the_upstream_one(tmp_path: Path) -> None:
+    engine = discover_engine([_fork(tmp_path, "lsglang", "1.6.5")])
+    assert engine.label == "lsglang 1.6.5 (sglang 9.9.9)"
+    assert engine.to_json()["distribution"] == {"name": "lsglang", "version": "1.6.5", "metadata": str(tmp_path / "lsglang-1.6.5.dist-info/METADATA")}
+
+
+def test_a_fork_without_version_files_still_has_a_version(tmp_path: Path) -> None:
+    engine = discover_engine([_fork(tmp_path, "sglang-kt", "0.7.2", version_file=False)])
+    assert engine.label == "sglang-kt 0.7.2 (sglang, upstream version unknown)"
+
+
+def test_the_engine_own_metadata_gives_its_version(tmp_path: Path) -> None:
+    engine = discover_engine([_fork(tmp_path, "sglang", "0.5.9")])
+    assert (engine.version, engine.label, engine.fork) == ("0.5.9", "sglang 0.5.9", None)
