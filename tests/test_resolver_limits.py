@@ -216,4 +216,5 @@ def test_sglang_0_5_23_with_every_input_is_checked(tmp_path: Path) -> None:
     classes = {m["class"] for m in data["models"]}
     assert classes >= ROBUST_MODELS
     assert len(classes) > 200  # every other model of the release is still there
-    assert sum(f["class"] not in ROBUST_MODELS for f in data["findings"]) > 200
+    # One finding per class that never claimed EAGLE-3 (info) plus the real causes: well over a hundred.
+    assert sum(f["class"] not in ROBUST_MODELS for f in data["findings"]) > 100

@@ -151,10 +151,13 @@ def test_contract_shapes_at_both_ends_complete_without_errors(spec: str) -> None
     assert code == 1
     assert data["summary"]["models_by_kind"]["target"] > 100
     if spec == "vllm==0.9.2":
-        # No protocol: only the call-site rules can fire, and the live getter is never stale.
-        assert {f["code"] for f in data["findings"]} <= {"E3L001", "E3L004", "E3L005", "E3L011", "E3L020"}
-        llama = [f for f in data["findings"] if f["class"] == "LlamaForCausalLM"]
-        assert llama == []
+        # No protocol: only the call-site rules and the pipeline-parallel capture rule can fire, and
+        # the live getter is never stale. Llama's decoder loop numbers a PP rank's layers from 0 in
+        # this release (fixed upstream in 0.30): that warning is its only finding.
+        allowed = {"E3L001", "E3L004", "E3L005", "E3L011", "E3L020", "E3L105"}
+        assert {f["code"] for f in data["findings"]} <= allowed
+        llama = [(f["code"], f["severity"]) for f in data["findings"] if f["class"] == "LlamaForCausalLM"]
+        assert llama == [("E3L105", "warning")]
     else:
         assert not [f for f in data["findings"] if f["class"] == "LlamaForCausalLM" and f["code"] in PROTOCOL_ERRORS]
 
