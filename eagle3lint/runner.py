@@ -179,10 +179,10 @@ def _result_key(
     baseline_path = baseline or settings.baseline
     baseline_digest = ""
     if baseline_path is not None:
-        try:
-            baseline_digest = hashlib.sha256(baseline_path.read_bytes()).hexdigest()
-        except OSError:
-            baseline_digest = "missing"
+        from eagle3lint.baseline import baseline_bytes
+
+        # Read as the run reads it: a folder, a pipe or a device is refused, never waited on.
+        baseline_digest = hashlib.sha256(baseline_bytes(baseline_path)).hexdigest()
     fixes = ""
     if with_fixes:
         from eagle3lint.fix.templates import templates_digest
