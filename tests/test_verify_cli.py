@@ -25,7 +25,7 @@ def verify_args(tmp_path: Path, engine: str = "sglang", *flags: str) -> list[str
         "verify", "--engine", engine, "--model-path", str(target), "--draft-model-path", str(drafter),
         "--launcher", fake_launcher(engine, state_path(tmp_path), "--fake-load-seconds", "0.02", *flags),
         "--prompts", str(prompts), "--max-new-tokens", "16", "--concurrency", "1,2",
-        "--log-dir", str(tmp_path / "logs"), "--poll-interval", "0.05", "--teardown-grace", "1", "--teardown-timeout", "5",
+        "--log-dir", str(tmp_path / "logs"), "--poll-interval", "0.05", "--teardown-grace", "120", "--teardown-timeout", "120",
     ]
 
 
@@ -82,7 +82,7 @@ def test_interrupting_verify_tears_the_server_down(tmp_path: Path, sig: signal.S
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while not events(tmp_path, "child-running"):
             assert process.poll() is None and time.monotonic() < deadline, "the fake server never started"
             time.sleep(0.05)

@@ -15,6 +15,10 @@ from tests.fakes.model_folders import write_kimi_pair
 
 FAKE = Path(__file__).resolve().parent / "fake_engine_server.py"
 
+# What every wait of a verify run against the fake may take: the fake does each step in a few
+# hundredths of a second, a loaded two-core machine in a few seconds.
+GENEROUS_S = 120.0
+
 # Four prompts at concurrency 1 and 4 keep a measured run well under a second.
 TEST_PROMPTS = ["Say hello.", "Count to five.", "Name a colour.", "What is 2 + 2?"]
 
@@ -24,7 +28,9 @@ def fake_launcher(engine: str, state_file: Path, *flags: str) -> str:
 
 
 def make_options(tmp_path: Path, engine: str = "sglang", *flags: str, **overrides: Any) -> VerifyOptions:
-    """Options for a run of the fake with the Kimi-K2.5 sample models; fast timings."""
+    """Options for a run of the fake with the Kimi-K2.5 sample models: quick polls, and bounds
+    no loaded machine comes near (each wait ends as soon as its condition holds; a test that
+    needs a wait to run out makes it leap with ``tests.fakes.clock``)."""
     target, drafter = write_kimi_pair(tmp_path / "models")
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("\n".join(TEST_PROMPTS) + "\n")
@@ -38,10 +44,10 @@ def make_options(tmp_path: Path, engine: str = "sglang", *flags: str, **override
         "concurrency": (1, 4),
         "log_dir": tmp_path / "logs",
         "poll_interval_s": 0.05,
-        "teardown_grace_s": 1.0,
-        "teardown_timeout_s": 5.0,
-        "timeout_s": 20.0,
-        "request_timeout_s": 10.0,
+        "teardown_grace_s": GENEROUS_S,
+        "teardown_timeout_s": GENEROUS_S,
+        "timeout_s": GENEROUS_S,
+        "request_timeout_s": GENEROUS_S,
     }
     values.update(overrides)
     return VerifyOptions(**values)
