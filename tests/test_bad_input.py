@@ -135,6 +135,7 @@ def test_bad_release_spec() -> None:
     assert done.returncode == 2 and "unknown engine" in done.stderr
 
 
+@pytest.mark.release  # asks the package index
 def test_unknown_release_version_is_a_clear_error(tmp_path: Path) -> None:
     env = {**os.environ, "EAGLE3LINT_CACHE_DIR": str(tmp_path)}
     done = run_cli("check", "--release", "sglang==0.0.0.999", env=env)

@@ -76,7 +76,6 @@ def test_human_report_of_a_crash_shows_cause_rule_excerpt_and_next_step(tmp_path
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_verify_tears_the_server_down(tmp_path: Path, sig: signal.Signals) -> None:
     args = verify_args(tmp_path, "sglang", "--fake-mode", "hang", "--fake-child", "session")
-    marked_before = set(marked_alive())
     process = subprocess.Popen(
         [sys.executable, "-m", "eagle3lint", *args, "--format", "json"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
@@ -98,7 +97,7 @@ def test_interrupting_verify_tears_the_server_down(tmp_path: Path, sig: signal.S
     assert report["launches"][0]["outcome"] == "interrupted"
     assert len(report["teardown"]) == 1 and report["teardown"][0]["clean"] is True
     assert alive(fake_pids(tmp_path)) == []
-    assert set(marked_alive()) - marked_before == set()
+    assert marked_alive(tmp_path) == []
 
 
 @pytest.mark.parametrize(

@@ -25,10 +25,9 @@ def no_gpus() -> list[GpuInfo] | None:
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = set(marked_alive())
+def nothing_left_running(tmp_path: Path) -> Iterator[None]:
     yield
-    assert set(marked_alive()) - before == set(), "verify left a marked process running"
+    assert marked_alive(tmp_path) == [], "verify left a marked process running"
 
 
 def run(tmp_path: Path, engine: str = "sglang", *flags: str, **overrides: object) -> VerifyReport:

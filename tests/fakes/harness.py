@@ -81,18 +81,21 @@ def alive(pids: list[int]) -> list[int]:
     return [pid for pid in pids if pid_alive(pid)]
 
 
-def marked_alive() -> list[int]:
-    """Live processes of this user carrying any verify marker."""
+def marked_alive(tmp_path: Path) -> list[int]:
+    """Live processes of this user carrying any verify marker that a run of this test started
+    (its fake servers name the test's state file): tests running beside it (xdist) have their own."""
     proc = Path("/proc")
     found = []
     needle = (MARKER_ENV + "=").encode()
+    mine = str(state_path(tmp_path)).encode()
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if any(part.startswith(needle) for part in environ.split(b"\0")) and pid_alive(int(entry.name)):
+        if mine in cmdline and any(part.startswith(needle) for part in environ.split(b"\0")) and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
