@@ -86,19 +86,25 @@ def bench_release(spec: str, runs: int, work: Path) -> dict[str, float | str | i
     base = [sys.executable, "-m", "eagle3lint"]
     cold = [*base, "check", str(models), "--no-cache"]
     warm = [*base, "check", str(models)]
+    # The report that carries every finding's fix diff, answered from the cache like `warm`.
+    warm_json = [*base, "check", str(models), "--format", "json"]
     fix = [*base, "fix", "--no-cache", str(models)]
     baseline = [sys.executable, "-c", PARSE_BASELINE, *files]
     has_fix = subprocess.run([*base, "fix", "--help"], capture_output=True, env=env).returncode == 0
     # The file a commit touches: the largest model file, the worst case for the hook.
     touched = max((Path(f) for f in files), key=lambda p: p.stat().st_size)
     original = touched.read_bytes()
-    results: dict[str, list[float]] = {"parse": [], "cold": [], "warm": [], "warm_edit": [], "precommit": [], "fix": []}
+    results: dict[str, list[float]] = {
+        "parse": [], "cold": [], "warm": [], "warm_json": [], "warm_edit": [], "precommit": [], "fix": [],
+    }
     timed(warm, env, cwd=project)  # fill the cache once
+    timed(warm_json, env, cwd=project)
     try:
         for n in range(runs):
             results["parse"].append(timed(baseline))
             results["cold"].append(timed(cold, env, cwd=project))
             results["warm"].append(timed(warm, env, cwd=project))
+            results["warm_json"].append(timed(warm_json, env, cwd=project))
             if has_fix:
                 results["fix"].append(timed(fix, env, cwd=project))
             # A commit that changed one model file: the hook passes just that file...
@@ -120,6 +126,8 @@ def bench_release(spec: str, runs: int, work: Path) -> dict[str, float | str | i
         "check_cold_ratio": round(med["cold"] / parse, 2),
         "check_warm_s": round(med["warm"], 3),
         "check_warm_ratio": round(med["warm"] / parse, 2),
+        "check_warm_json_s": round(med["warm_json"], 3),
+        "check_warm_json_vs_concise": round(med["warm_json"] / med["warm"], 2),
         "check_warm_one_edit_s": round(med["warm_edit"], 3),
         "check_warm_one_edit_ratio": round(med["warm_edit"] / parse, 2),
         "precommit_one_file_s": round(med["precommit"], 3),
@@ -155,6 +163,7 @@ def main() -> None:
         print(f"  ast.parse baseline          {row['parse_s']:.3f} s")
         print(f"  check, cold (--no-cache)    {row['check_cold_s']:.3f} s   {row['check_cold_ratio']:.2f}x parse   peak RSS {row['check_cold_peak_rss_mb']:.0f} MB")
         print(f"  check, warm cache           {row['check_warm_s']:.3f} s   {row['check_warm_ratio']:.2f}x parse")
+        print(f"  check --format json, warm   {row['check_warm_json_s']:.3f} s   {row['check_warm_json_vs_concise']:.2f}x warm concise")
         print(f"  check, warm, 1 file edited  {row['check_warm_one_edit_s']:.3f} s   {row['check_warm_one_edit_ratio']:.2f}x parse")
         print(f"  pre-commit, 1 file changed  {row['precommit_one_file_s']:.3f} s")
         if "fix_dry_run_s" in row:

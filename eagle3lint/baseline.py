@@ -119,13 +119,20 @@ def _umask() -> int:
     return current
 
 
-def read_baseline(path: Path) -> Counter[Key]:
+def baseline_bytes(path: Path) -> bytes:
+    """The baseline file's bytes, read safely: a regular file (a folder, a named pipe that would
+    block or a device is refused), at most ``MAX_BASELINE_BYTES``."""
     try:
-        data = json.loads(read_regular_file(path, MAX_BASELINE_BYTES).decode("utf-8"))
+        return read_regular_file(path, MAX_BASELINE_BYTES)
     except FileNotFoundError:
         raise UsageError(f"baseline {path}: no such file (create it with --write-baseline)") from None
     except OSError as exc:
         raise UsageError(f"baseline {path}: {os_problem(exc)}") from exc
+
+
+def read_baseline(path: Path) -> Counter[Key]:
+    try:
+        data = json.loads(baseline_bytes(path).decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # invalid JSON or UTF-8, or nested past the parser
         raise UsageError(f"baseline {path}: not a readable eagle3lint baseline: {exc or type(exc).__name__}") from exc
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION or not isinstance(data.get("findings"), list):

@@ -254,8 +254,8 @@ def check(
         settings=settings,
         use_cache=not no_cache,
         baseline=None if write_baseline_file else baseline_file,
-        # The formats that carry fixes need the project index the fixer plans with.
-        need_index=(output_format or settings.output_format or "concise") in ("json", "full"),
+        # Each finding's fix (applicability, description, diff), in the formats that carry it.
+        with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
     )
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
@@ -266,10 +266,6 @@ def check(
         count = write_baseline(write_baseline_file, result.findings, result.engine)
         click.echo(f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} to baseline {write_baseline_file}", err=True)
         sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
-    if chosen_format in ("json", "full"):
-        from eagle3lint.fix.session import attach_fixes
-
-        attach_fixes(result, scope)  # each finding's "fix": applicability, description, diff
     writer_for(chosen_format)(result, sys.stdout, verbose)
     if result.errors:
         sys.exit(EXIT_ERROR)
@@ -369,7 +365,6 @@ def models(
 ) -> None:
     """The EAGLE-3 support matrix: every model class with its verdict, reason, codes and fix."""
     from eagle3lint.config import load_settings
-    from eagle3lint.fix.session import attach_fixes
     from eagle3lint.report import matrix
     from eagle3lint.runner import run_check
 
@@ -378,11 +373,11 @@ def models(
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
-    result = run_check(found, scope, settings=settings, use_cache=not no_cache, need_index=True)
+    # Each model's fix applicability comes from its findings' fixes.
+    result = run_check(found, scope, settings=settings, use_cache=not no_cache, with_fixes=True)
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
     _refuse_empty_scope(result, scope if paths else [])
-    attach_fixes(result, scope)  # each model's fix applicability comes from its findings' fixes
     writer = {"table": matrix.write_table, "json": matrix.write_json, "markdown": matrix.write_markdown}[output_format]
     writer(result, sys.stdout)
     sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)

@@ -6,6 +6,7 @@ source ~60 MB. The cache is an LRU of releases bounded by ``EAGLE3LINT_MAX_RELEA
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -14,6 +15,7 @@ import sys
 import tempfile
 import time
 import zipfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from eagle3lint.engines import ENGINE_NAMES
@@ -95,8 +97,31 @@ def _evict(releases: Path, keep: Path, limit: int) -> None:
         shutil.rmtree(entries.pop(0), ignore_errors=True)
 
 
-def fetch_release(spec: str) -> Path:
-    """Return the folder holding the release's package (``.../sglang-0.5.9/sglang``)."""
+def _announce(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _download_lock(releases: Path, folder: str) -> Iterator[None]:
+    """One download of a release at a time across processes (two checks started together, a
+    test suite on several cores): a second waits for the first, then finds it complete."""
+    releases.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - no flock (Windows): a race costs a second download
+        yield
+        return
+    with open(releases / f".{folder}.lock", "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def fetch_release(spec: str, announce: Callable[[str], None] = _announce) -> Path:
+    """Return the folder holding the release's package (``.../sglang-0.5.9/sglang``).
+    ``announce`` gets one line when (and only when) the release is downloaded."""
     name, version = parse_release_spec(spec)
     releases = cache_root() / "releases"
     target = releases / f"{name}-{version}"
@@ -104,19 +129,22 @@ def fetch_release(spec: str) -> Path:
     if marker.exists():
         os.utime(marker)  # LRU bookkeeping
         return target / name
-    releases.mkdir(parents=True, exist_ok=True)
-    print(f"eagle3lint: fetching {name}=={version} source into {target} ...", file=sys.stderr)
-    with tempfile.TemporaryDirectory(dir=releases, prefix=".download-") as tmp:
-        tmp_path = Path(tmp)
-        wheel = _pip_download(name, version, tmp_path / "wheel")
-        staging = tmp_path / "src"
-        count = _unpack_python_sources(wheel, name, staging)
-        if count == 0:
-            raise ReleaseFetchError(f"{wheel.name}: holds no {name}/*.py files")
-        (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
+    with _download_lock(releases, target.name):
+        if marker.exists():  # fetched by another process while this one waited
+            os.utime(marker)
+            return target / name
+        announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
+        with tempfile.TemporaryDirectory(dir=releases, prefix=".download-") as tmp:
+            tmp_path = Path(tmp)
+            wheel = _pip_download(name, version, tmp_path / "wheel")
+            staging = tmp_path / "src"
+            count = _unpack_python_sources(wheel, name, staging)
+            if count == 0:
+                raise ReleaseFetchError(f"{wheel.name}: holds no {name}/*.py files")
+            (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
+            if target.exists():  # an incomplete copy a killed run left: nobody else uses it
+                shutil.rmtree(target)
+            os.replace(staging, target)
     try:
         limit = int(os.environ.get("EAGLE3LINT_MAX_RELEASES", DEFAULT_MAX_RELEASES))
     except ValueError:

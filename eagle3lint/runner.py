@@ -85,16 +85,20 @@ def run_check(
     contract: Contract | None = None,
     provider: SummaryProvider | None = None,
     need_index: bool = False,
+    with_fixes: bool = False,
 ) -> CheckResult:
     """``contract`` and ``provider`` let the fixer re-check edited texts in memory: the contract
     does not depend on model files, and the provider serves the edited summaries.
 
     With the cache, a run whose inputs are all unchanged returns the stored result, without an
-    index (``need_index`` asks for a full run: the fixer and the fix-carrying formats need it)."""
+    index (``need_index`` asks for a full run: the fixer needs it). ``with_fixes`` attaches each
+    finding's fix (applicability, description, diff: what ``json``, ``full`` and ``models``
+    show); the fixes are stored with the result, so a warm run renders no diff either."""
     settings = settings or Settings()
     engine = customize_engine(engine, settings)
     if provider is not None:
         use_cache = False
+    reporting_scope = list(scope)  # fixes are planned for what the caller asked about
     gc_was_enabled = gc.isenabled()
     # The run allocates many long-lived objects and frees few cycles: collection only costs.
     gc.disable()
@@ -105,7 +109,8 @@ def run_check(
         if cache is not None and contract is None and not need_index:
             from eagle3lint.cache import ResultCache
 
-            results = ResultCache(cache, _result_key(engine, scope, settings, select, ignore, extend_select, baseline))
+            key = _result_key(engine, scope, settings, select, ignore, extend_select, baseline, with_fixes)
+            results = ResultCache(cache, key)
             listing = _listing(engine, scope, settings)
             hit = results.lookup(fingerprint, listing)
             cached_contract = cache.load_contract(fingerprint) if hit is not None else None
@@ -141,8 +146,15 @@ def run_check(
         found = adapter.check_context(index, contract, scope, loaded)
         models, unresolved, ctx = found.models, found.unresolved, found.context
         result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
+        fix_inputs: dict[str, str] = {}
+        if with_fixes:
+            from eagle3lint.fix.attach import attach_fixes
+
+            fix_inputs = attach_fixes(result, reporting_scope)
         if results is not None and cache is not None and not result.errors:
-            results.store(fingerprint, listing, sorted(cache.served.items()), _absent_paths(index), _cacheable(result))
+            inputs = _run_inputs(cache.served, fix_inputs)
+            if inputs is not None:
+                results.store(fingerprint, listing, inputs, _absent_paths(index), _cacheable(result))
         return result
     finally:
         if gc_was_enabled:
@@ -157,18 +169,25 @@ def _result_key(
     ignore: list[str] | None,
     extend_select: list[str] | None,
     baseline: Path | None,
+    with_fixes: bool,
 ) -> str:
-    """Everything besides file contents that decides a run's result."""
+    """Everything besides file contents that decides a run's result (the package's code and
+    the settings' digest name the cache namespace)."""
     import hashlib
     import json
 
     baseline_path = baseline or settings.baseline
     baseline_digest = ""
     if baseline_path is not None:
-        try:
-            baseline_digest = hashlib.sha256(baseline_path.read_bytes()).hexdigest()
-        except OSError:
-            baseline_digest = "missing"
+        from eagle3lint.baseline import baseline_bytes
+
+        # Read as the run reads it: a folder, a pipe or a device is refused, never waited on.
+        baseline_digest = hashlib.sha256(baseline_bytes(baseline_path)).hexdigest()
+    fixes = ""
+    if with_fixes:
+        from eagle3lint.fix.templates import templates_digest
+
+        fixes = templates_digest(engine.name)
     return json.dumps(
         [
             str(engine.root.resolve()),
@@ -177,10 +196,21 @@ def _result_key(
             select, ignore, extend_select,
             sorted(str(p.resolve()) for p in scope),
             str(baseline_path), baseline_digest,
+            with_fixes, fixes,
         ],
         sort_keys=True,
         default=str,
     )
+
+
+def _run_inputs(served: dict[str, str], fix_inputs: dict[str, str]) -> list[tuple[str, str]] | None:
+    """Every file the run's result was made from, with its content hash; None when a file read
+    twice differed (it changed during the run: nothing is stored)."""
+    inputs = dict(served)
+    for path, digest in fix_inputs.items():
+        if inputs.setdefault(path, digest) != digest:
+            return None
+    return sorted(inputs.items())
 
 
 def _listing(engine: Engine, scope: list[Path], settings: Settings) -> list[str]:

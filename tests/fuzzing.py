@@ -356,28 +356,36 @@ def generated_file(engine: str, source: str, inside_init: bool) -> tuple[str, by
     return target, source.encode("utf-8", "surrogateescape")
 
 
+_DONORS = {
+    "sglang": ("llama.py", "qwen2.py", "kimi_vl.py", "llava.py", "mllama4.py", "deepseek_nextn.py", "gemma3_causal.py"),
+    "vllm": ("llama.py", "qwen2.py", "llava.py", "mllama4.py", "deepseek_mtp.py", "llama_eagle3.py", "registry.py"),
+}
+_MODELS = {"sglang": "srt/models", "vllm": "model_executor/models"}
+
+
+def release_model_donors(packages: dict[str, Path], limit_per_engine: int = 6) -> dict[str, list[bytes]]:
+    """A few model files of the given release packages (engine -> ``.../sglang``): real code
+    for the mutations to start from."""
+    found: dict[str, list[bytes]] = {}
+    for engine, package in packages.items():
+        paths = [package / _MODELS[engine] / name for name in _DONORS[engine]]
+        found[engine] = [p.read_bytes() for p in paths if p.is_file()][:limit_per_engine]
+    return found
+
+
 def real_model_donors(limit_per_engine: int = 6) -> dict[str, list[bytes]]:
-    """A few model files of engine releases already in the release cache (never downloaded
-    here): real code for the mutations to start from, where a machine has it."""
+    """Model files of engine releases already in the release cache (never downloaded here), the
+    newest folder name of each engine that has them: for a long hunt by hand."""
     from eagle3lint.releases import cache_root
 
-    wanted = {
-        "sglang": ("llama.py", "qwen2.py", "kimi_vl.py", "llava.py", "mllama4.py", "deepseek_nextn.py", "gemma3_causal.py"),
-        "vllm": ("llama.py", "qwen2.py", "llava.py", "mllama4.py", "deepseek_mtp.py", "llama_eagle3.py", "registry.py"),
-    }
-    models = {"sglang": "srt/models", "vllm": "model_executor/models"}
-    found: dict[str, list[bytes]] = {}
+    packages = {}
     releases = cache_root() / "releases"
-    for engine in wanted:
+    for engine in _DONORS:
         for folder in sorted(releases.glob(f"{engine}-*"), reverse=True):
-            base = folder / engine / models[engine]
-            for name in wanted[engine]:
-                path = base / name
-                if path.is_file() and len(found.setdefault(engine, [])) < limit_per_engine:
-                    found[engine].append(path.read_bytes())
-            if found.get(engine):
+            if any((folder / engine / _MODELS[engine] / name).is_file() for name in _DONORS[engine]):
+                packages[engine] = folder / engine
                 break
-    return found
+    return release_model_donors(packages, limit_per_engine)
 
 
 def main(argv: list[str]) -> int:  # pragma: no cover - a developer's long hunt

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -9,15 +10,26 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tests import downloads
+
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
+FETCHING = "eagle3lint: fetching "  # what the CLI says when it downloads a release
+
+# Whether the running test is marked ``release`` (set by tests/conftest.py before its fixtures).
+_releases_allowed = False
+
+
+def allow_releases(allowed: bool) -> None:
+    global _releases_allowed
+    _releases_allowed = allowed
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     if env is None:
         # The checkout under test comes first, installed or not, whatever the cwd.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    return subprocess.run(
+    done = subprocess.run(
         [sys.executable, "-m", "eagle3lint", *map(str, args)],
         capture_output=True,
         text=True,
@@ -25,21 +37,58 @@ def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | No
         env=env,
         timeout=600,
     )
+    show_downloads(done.stderr)
+    if "--release" in map(str, args) and not _releases_allowed:
+        # Outside the release tests, --release is there to be refused, never to analyse.
+        assert done.returncode == 2, f"a test using a real release must be marked release: {args}"
+    return done
+
+
+def show_downloads(stderr: str | bytes) -> None:
+    """Each release a CLI run downloaded, said on the terminal (the run's stderr is captured)."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr
+    for line in text.splitlines():
+        if line.startswith(FETCHING):
+            downloads.announce(line)
 
 
 def run_json(*args: str | Path, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
     done = run_cli(*args, "--format", "json", cwd=cwd)
+    return done.returncode, _parsed(done)
+
+
+def _parsed(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
     try:
-        return done.returncode, json.loads(done.stdout)
+        data: dict[str, Any] = json.loads(done.stdout)
     except json.JSONDecodeError as exc:  # pragma: no cover - shows the output on failure
         raise AssertionError(f"not JSON (rc={done.returncode}):\n{done.stdout}\n{done.stderr}") from exc
+    return data
 
 
 def release_root(spec: str) -> Path:
-    """The package folder of a real release, downloaded once into the user cache."""
+    """The package folder of a real release, downloaded once into the user cache (the line
+    saying so reaches the terminal). Only a test marked ``release`` may ask for one."""
     from eagle3lint.releases import fetch_release
 
-    return fetch_release(spec)
+    assert _releases_allowed, f"a test using {spec} must be marked release"
+    return fetch_release(spec, announce=downloads.announce)
+
+
+def release_json(*args: str) -> tuple[int, dict[str, Any]]:
+    """``run_json(*args)`` on a real release (``--release`` among ``args``), run once per
+    process and shared by the tests that ask the same: each caller gets its own parse."""
+    assert _releases_allowed, f"a test running {args} must be marked release"
+    code, stdout = _shared_run(args)
+    return code, json.loads(stdout)
+
+
+@functools.cache
+def _shared_run(args: tuple[str, ...]) -> tuple[int, str]:
+    spec = args[args.index("--release") + 1]
+    release_root(spec)  # fetched here, where the line is shown, not inside the CLI run
+    done = run_cli(*args, "--format", "json")
+    _parsed(done)  # not JSON: fail here, with the output
+    return done.returncode, done.stdout
 
 
 def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:

@@ -9,6 +9,7 @@ import resource
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -16,7 +17,7 @@ import pytest
 
 from eagle3lint.errors import UsageError
 from tests.helpers import BASIC_FINDINGS, FIXTURES
-from tests.robust_helpers import assert_clean_exit, run_bounded
+from tests.robust_helpers import TIMEOUT_S, assert_clean_exit, cli_env, run_bounded
 
 MIB = 1024 * 1024
 
@@ -125,6 +126,46 @@ def test_no_baseline_switches_off_the_configured_one(tree: Path) -> None:
     both = _check(".", "--no-baseline", "--baseline", "x.json", cwd=tree)
     assert_clean_exit(both, 2)
     assert "--baseline and --no-baseline contradict each other" in both.stderr
+
+
+# A library caller of run_check: no CLI checked the baseline first. The analysis is made to fail
+# loudly, so a refusal that comes only after it (or never: a read blocked on a pipe) shows.
+RUN_CHECK_DIRECTLY = """
+import sys
+from pathlib import Path
+
+import eagle3lint.runner as runner
+from eagle3lint.engine_finder import discover_engine
+from eagle3lint.errors import UsageError
+
+def analysed(*args, **kwargs):
+    raise SystemExit("analysed before the baseline was refused")
+
+runner._evaluate = analysed
+engine = discover_engine([Path(sys.argv[1])])
+try:
+    runner.run_check(engine, [engine.root], baseline=Path(sys.argv[2]))
+except UsageError as exc:
+    print("refused:", exc)
+"""
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder"])
+def test_the_stored_results_key_reads_the_baseline_as_the_run_does(tree: Path, kind: str) -> None:
+    """The warm-run lookup hashes the baseline before anything else: through the same reader
+    as the run (a regular file, size-capped, opened without blocking)."""
+    baseline = tree / "base.json"
+    if kind == "fifo":
+        os.mkfifo(baseline)
+    else:
+        baseline.mkdir()
+    done = subprocess.run(
+        [sys.executable, "-c", RUN_CHECK_DIRECTLY, str(tree), str(baseline)],
+        capture_output=True, text=True, cwd=tree, env=cli_env(), timeout=TIMEOUT_S, preexec_fn=_limited(),
+    )
+    what = "a named pipe" if kind == "fifo" else "a folder"
+    assert done.stdout.strip() == f"refused: baseline {baseline}: is not a regular file ({what})", done.stdout + done.stderr
+    assert done.returncode == 0, done.stderr
 
 
 # ---- writing ---------------------------------------------------------------------------------

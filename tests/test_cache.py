@@ -132,7 +132,7 @@ def test_unchanged_run_reuses_the_whole_result(tree: Path) -> None:
     # Nothing was rewritten: the stored result was used, and it is the same report.
     assert entries() == stored
     assert done.returncode == 1 and done.stdout == first.stdout
-    # A format that carries fixes needs the full analysis, and gets the same findings.
+    # A format that carries fixes has its own stored result, with the same findings.
     _, data = run_json("check", ".", cwd=tree)
     assert len(data["findings"]) == BASIC_FINDINGS
 

@@ -25,7 +25,7 @@ def verify_args(tmp_path: Path, engine: str = "sglang", *flags: str) -> list[str
         "verify", "--engine", engine, "--model-path", str(target), "--draft-model-path", str(drafter),
         "--launcher", fake_launcher(engine, state_path(tmp_path), "--fake-load-seconds", "0.02", *flags),
         "--prompts", str(prompts), "--max-new-tokens", "16", "--concurrency", "1,2",
-        "--log-dir", str(tmp_path / "logs"), "--poll-interval", "0.05", "--teardown-grace", "1", "--teardown-timeout", "5",
+        "--log-dir", str(tmp_path / "logs"), "--poll-interval", "0.05", "--teardown-grace", "120", "--teardown-timeout", "120",
     ]
 
 
@@ -76,13 +76,12 @@ def test_human_report_of_a_crash_shows_cause_rule_excerpt_and_next_step(tmp_path
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_interrupting_verify_tears_the_server_down(tmp_path: Path, sig: signal.Signals) -> None:
     args = verify_args(tmp_path, "sglang", "--fake-mode", "hang", "--fake-child", "session")
-    marked_before = set(marked_alive())
     process = subprocess.Popen(
         [sys.executable, "-m", "eagle3lint", *args, "--format", "json"],
         cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 120
         while not events(tmp_path, "child-running"):
             assert process.poll() is None and time.monotonic() < deadline, "the fake server never started"
             time.sleep(0.05)
@@ -98,7 +97,7 @@ def test_interrupting_verify_tears_the_server_down(tmp_path: Path, sig: signal.S
     assert report["launches"][0]["outcome"] == "interrupted"
     assert len(report["teardown"]) == 1 and report["teardown"][0]["clean"] is True
     assert alive(fake_pids(tmp_path)) == []
-    assert set(marked_alive()) - marked_before == set()
+    assert marked_alive(tmp_path) == []
 
 
 @pytest.mark.parametrize(

@@ -51,10 +51,9 @@ def inventory() -> list[GpuInfo]:
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = set(marked_alive())
+def nothing_left_running(tmp_path: Path) -> Iterator[None]:
     yield
-    assert set(marked_alive()) - before == set()
+    assert marked_alive(tmp_path) == []
 
 
 def visible_indices(inventory: list[GpuInfo]) -> list[int]:

@@ -14,10 +14,13 @@ from typing import Any
 
 import pytest
 
+from eagle3lint.verify import gpus as verify_gpus
 from eagle3lint.verify import run as verify_run
+from eagle3lint.verify import teardown as verify_teardown
 from eagle3lint.verify.launch import LaunchedServer, launch
 from eagle3lint.verify.report import write_human
 from eagle3lint.verify.run import run_verify
+from tests.fakes.clock import LeapingClock
 from tests.fakes.harness import alive, events, fake_pids, make_options
 
 FAKE_SMI = Path(__file__).resolve().parent / "fakes" / "fake_nvidia_smi.py"
@@ -41,9 +44,13 @@ def scripted_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("flags", [(), ("--fake-ignore-sigterm",)], ids=["sigterm", "sigkill"])
-def test_memory_held_on_the_chosen_gpu_is_released_at_teardown(tmp_path: Path, scripted_gpus: Path, flags: tuple[str, ...]) -> None:
+def test_memory_held_on_the_chosen_gpu_is_released_at_teardown(
+    tmp_path: Path, scripted_gpus: Path, flags: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The grace period passes once the fake has ignored the SIGTERM, however loaded the machine.
+    LeapingClock(lambda: bool(events(tmp_path, "sigterm-ignored"))).install(monkeypatch, verify_teardown)
     options = make_options(tmp_path, "sglang", "--fake-gpu-mib", "2048", "--fake-gpu-ledger", str(scripted_gpus), *flags,
-                           baseline=False, teardown_grace_s=0.3)
+                           baseline=False)
     report = run_verify(options)
     assert report.launches[0].gpus == [1]  # most free memory
     assert events(tmp_path, "started")[0]["cuda_visible_devices"] == "1"
@@ -63,7 +70,9 @@ def test_tp_two_takes_the_two_emptiest_gpus(tmp_path: Path, scripted_gpus: Path)
 
 
 def test_memory_that_stays_held_is_reported(tmp_path: Path, scripted_gpus: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    options = make_options(tmp_path, "sglang", baseline=False, teardown_timeout_s=0.5)
+    # The wait for the memory to come back runs out at its second look (the first saw it held).
+    memory_wait = LeapingClock(lambda: True).install(monkeypatch, verify_gpus)
+    options = make_options(tmp_path, "sglang", baseline=False)
 
     def launch_and_grab(*args: Any, **kwargs: Any) -> LaunchedServer:
         # Something outside the run (here: the test process itself) takes memory on GPU 1.
@@ -74,6 +83,7 @@ def test_memory_that_stays_held_is_reported(tmp_path: Path, scripted_gpus: Path,
 
     monkeypatch.setattr(verify_run, "launch", launch_and_grab)
     report = run_verify(options)
+    assert memory_wait.leapt
     td = report.teardowns[0]
     assert td.gpu_released is False and not td.clean
     assert td.gpu_used_after == {1: 4196}

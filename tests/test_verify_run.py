@@ -9,9 +9,12 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.errors import UsageError
+from eagle3lint.verify import launch as verify_launch
+from eagle3lint.verify import teardown as verify_teardown
 from eagle3lint.verify.gpus import GpuInfo
 from eagle3lint.verify.report import VerifyReport
 from eagle3lint.verify.run import run_verify
+from tests.fakes.clock import LeapingClock
 from tests.fakes.harness import alive, events, fake_pids, make_options, marked_alive, read_state
 from tests.fakes.model_folders import kimi_drafter_config, write_config
 from tests.fakes.sglang_tree import write_sglang_tree
@@ -22,10 +25,9 @@ def no_gpus() -> list[GpuInfo] | None:
 
 
 @pytest.fixture(autouse=True)
-def nothing_left_running() -> Iterator[None]:
-    before = set(marked_alive())
+def nothing_left_running(tmp_path: Path) -> Iterator[None]:
     yield
-    assert set(marked_alive()) - before == set(), "verify left a marked process running"
+    assert marked_alive(tmp_path) == [], "verify left a marked process running"
 
 
 def run(tmp_path: Path, engine: str = "sglang", *flags: str, **overrides: object) -> VerifyReport:
@@ -163,8 +165,21 @@ def test_a_predicted_crash_stops_before_launch_unless_told(tmp_path: Path) -> No
     assert run_verify(options, inventory_fn=no_gpus).verdict.status == "good"
 
 
-def test_a_hanging_server_times_out_and_is_terminated(tmp_path: Path) -> None:
-    report = run(tmp_path, "sglang", "--fake-mode", "hang", timeout_s=0.5)
+def hang_runs_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LeapingClock:
+    """The start-up timeout passes once the fake is stuck in its graph capture (not when a
+    fraction of a second has: on a loaded machine the fake may not have started by then)."""
+    return LeapingClock(lambda: bool(events(tmp_path, "hanging"))).install(monkeypatch, verify_launch)
+
+
+def grace_runs_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> LeapingClock:
+    """The SIGTERM grace period passes once the fake has ignored the SIGTERM."""
+    return LeapingClock(lambda: bool(events(tmp_path, "sigterm-ignored"))).install(monkeypatch, verify_teardown)
+
+
+def test_a_hanging_server_times_out_and_is_terminated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = hang_runs_out(tmp_path, monkeypatch)
+    report = run(tmp_path, "sglang", "--fake-mode", "hang")
+    assert clock.leapt
     assert report.verdict.status == "timeout"
     record = report.launch("eagle3")
     assert record is not None and record.outcome == "timeout"
@@ -173,15 +188,19 @@ def test_a_hanging_server_times_out_and_is_terminated(tmp_path: Path) -> None:
     assert events(tmp_path, "sigterm")
 
 
-def test_a_server_ignoring_sigterm_is_killed(tmp_path: Path) -> None:
-    report = run(tmp_path, "sglang", "--fake-mode", "hang", "--fake-ignore-sigterm", timeout_s=0.3, teardown_grace_s=0.3)
+def test_a_server_ignoring_sigterm_is_killed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hang_runs_out(tmp_path, monkeypatch)
+    grace = grace_runs_out(tmp_path, monkeypatch)
+    report = run(tmp_path, "sglang", "--fake-mode", "hang", "--fake-ignore-sigterm")
+    assert grace.leapt and events(tmp_path, "sigterm-ignored")
     assert report.teardowns[0].ended_by == "SIGKILL"
     assert report.teardowns[0].exit_code == -9
     assert report.teardowns[0].clean
 
 
-def test_children_in_the_group_are_ended_with_it(tmp_path: Path) -> None:
-    report = run(tmp_path, "sglang", "--fake-child", "group", "--fake-ignore-sigterm", baseline=False, teardown_grace_s=0.3)
+def test_children_in_the_group_are_ended_with_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    grace_runs_out(tmp_path, monkeypatch)
+    report = run(tmp_path, "sglang", "--fake-child", "group", "--fake-ignore-sigterm", baseline=False)
     children = events(tmp_path, "child-running")
     assert len(children) == 1 and children[0]["pgid"] == events(tmp_path, "started")[0]["pid"]
     assert report.teardowns[0].ended_by == "SIGKILL"
@@ -213,9 +232,10 @@ def test_old_sglang_waits_for_the_fired_up_line(tmp_path: Path) -> None:
 
 def test_newer_sglang_trusts_health(tmp_path: Path) -> None:
     tree = write_sglang_tree(tmp_path / "tree", fixed=True)  # version 0.5.9
-    run(tmp_path, "sglang", "--fake-old-sglang", "--fake-ready-line-delay", "2", engine_root=tree, baseline=False)
+    # The line would come long after the run is over: a request before it shows health was enough.
+    run(tmp_path, "sglang", "--fake-old-sglang", "--fake-ready-line-delay", "3600", engine_root=tree, baseline=False)
     order = [e["event"] for e in read_state(tmp_path) if e["event"] in ("ready", "request")]
-    assert order[0] == "request"
+    assert order and order[0] == "request"
 
 
 def test_chat_template_of_the_target_is_applied_for_sglang(tmp_path: Path) -> None:

@@ -159,3 +159,13 @@ def new_import_text(module: str, names: list[str]) -> str:
     """The statement that new imports of ``module`` after one anchor become (apply and proof
     both build it from this rule)."""
     return f"from {module} import {', '.join(sorted(set(names)))}"
+
+
+def edits_by_path(edits: tuple[Edit, ...] | list[Edit]) -> dict[str, list[Edit]]:
+    """The edits grouped by the file they change (files sorted by path), each edit once."""
+    grouped: dict[str, list[Edit]] = {}
+    for edit in edits:
+        bucket = grouped.setdefault(edit.path, [])
+        if edit not in bucket:  # two fixes may need the same decoder edit
+            bucket.append(edit)
+    return dict(sorted(grouped.items()))

@@ -15,11 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.findings import Finding, Fix
-from eagle3lint.fix.diff import diff_label, unified_diff
-from eagle3lint.fix.edits import ApplyError, Edit, InsertMembers
+from eagle3lint.findings import Finding
+from eagle3lint.fix.edits import ApplyError, Edit, InsertMembers, edits_by_path
 from eagle3lint.fix.planner import (
-    DISPLAY_ONLY,
     FixEnv,
     PlannedFix,
     applies,
@@ -226,79 +224,7 @@ def write_changes(outcome: FixOutcome) -> dict[str, str | None]:
     return written
 
 
-def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> None:
-    """Fill ``Finding.fix`` for every finding a pattern fits, each with its own diff. The diffs
-    are rendered on every core, the plans of one file together (they share its parse)."""
-    env = FixEnv(result, SourceSet(), scope or [result.engine.root])
-    plans = plan_fixes(env)
-    jobs: dict[str, list[tuple[int, tuple[Edit, ...]]]] = {}
-    for n, plan in enumerate(plans):
-        if plan.edits:
-            jobs.setdefault(plan.edits[0].path, []).append((n, tuple(plan.edits)))
-    batches = list(jobs.values())
-    rendered: dict[int, tuple[str, str | None]] = {}
-    if batches:
-        import eagle3lint.fix.apply  # noqa: F401  (forked workers inherit libcst)
-    with WorkerPool() as pool:
-        if pool.enabled and len(batches) >= 4:
-            lanes = [[job for batch in batches[i :: pool.workers * 2] for job in batch] for i in range(pool.workers * 2)]
-            futures = [pool.submit(_render_diffs, lane, result.engine.source_root) for lane in lanes if lane]
-            outcomes = [o for future in futures for o in future.result()]
-        else:
-            outcomes = _render_diffs([job for batch in batches for job in batch], result.engine.source_root)
-    for n, diff, problem in outcomes:
-        rendered[n] = (diff, problem)
-    for n, plan in enumerate(plans):
-        applicability, description, diff = plan.applicability, plan.full_description(), ""
-        if n in rendered:
-            diff, problem = rendered[n]
-            if problem is not None:
-                applicability, description = DISPLAY_ONLY, f"{description} (cannot be rendered: {problem})"
-        plan.finding.fix = Fix(applicability, description, diff)
-
-
-def _render_diffs(jobs: list[tuple[int, tuple[Edit, ...]]], source_root: Path) -> list[tuple[int, str, str | None]]:
-    """(plan number, diff, why it could not be rendered) for each job; one process's share."""
-    sources = SourceSet()
-    parsed: dict[Any, Any] = {}
-    out: list[tuple[int, str, str | None]] = []
-    for n, edits in jobs:
-        try:
-            out.append((n, render_diff(edits, sources, parsed, source_root), None))
-        except (ApplyError, ProofError, OSError) as exc:
-            out.append((n, "", str(exc)))
-    return out
-
-
-def render_diff(edits: tuple[Edit, ...] | list[Edit], sources: SourceSet, parsed: dict[Any, Any], source_root: Path) -> str:
-    """The unified diff of one fix alone (for ``check --format json``). Not proven like a
-    written fix (that costs a full parse per finding); ``fix`` proves the same edits."""
-    from eagle3lint.fix.apply import apply_edits
-
-    out = []
-    for path, file_edits in _by_path(edits).items():
-        source = sources.get(path)
-        if not isinstance(source, SourceFile):
-            raise ApplyError(source.message)
-        try:
-            tree = source.tree()
-        except SyntaxError as exc:
-            raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
-        new_text = apply_edits(source.path, source.text, tree, file_edits, parsed)
-        out.append(unified_diff(source.text, new_text, diff_label(path, source_root)))
-    return "".join(out)
-
-
 # ---- internals -------------------------------------------------------------------------------
-def _by_path(edits: tuple[Edit, ...] | list[Edit]) -> dict[str, list[Edit]]:
-    grouped: dict[str, list[Edit]] = {}
-    for edit in edits:
-        bucket = grouped.setdefault(edit.path, [])
-        if edit not in bucket:  # two fixes may need the same decoder edit
-            bucket.append(edit)
-    return dict(sorted(grouped.items()))
-
-
 def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any]) -> tuple[str, ast.Module]:
     """The new text of one file and its ``ast``, proven (raises ApplyError/ProofError)."""
     # libcst is imported here, so a run with nothing to edit never loads it.
@@ -351,7 +277,7 @@ def _build_files(
     failed: dict[str, str] = {}
     jobs: list[_FileJob] = []
     edits = [e for plan in candidates for e in plan.edits]
-    for path, file_edits in _by_path(edits).items():
+    for path, file_edits in edits_by_path(edits).items():
         source = sources.get(path)
         if not isinstance(source, SourceFile):
             failed[path] = source.message

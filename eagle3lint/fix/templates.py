@@ -12,6 +12,7 @@ named ``*`` answers any member without its own entry.
 from __future__ import annotations
 
 import ast
+import hashlib
 import re
 import string
 import sys
@@ -129,6 +130,21 @@ def parse_template_file(path: Path, data: dict[str, Any], engine: str) -> Templa
         snippets=snippets,
         settings=dict(data.get("settings", {})),
     )
+
+
+def templates_digest(engine: str) -> str:
+    """The bytes of every template of ``engine``: with the code and the rule pack, what a fix's
+    text is made from (a fix diff stored with a run's result is only as fresh as these)."""
+    folder = rules_dir() / "templates" / engine
+    h = hashlib.sha256()
+    for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+        try:
+            data = path.read_bytes()
+        except OSError:
+            data = b"\0unreadable"  # load_templates refuses it; the digest only has to differ
+        h.update(f"{path.name}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()[:16]
 
 
 @cache

@@ -7,6 +7,7 @@ The bytes are kept so the writer can refuse a file that changed on disk since it
 from __future__ import annotations
 
 import ast
+import hashlib
 import io
 import tokenize
 import warnings
@@ -132,3 +133,12 @@ class SourceSet:
 
     def overlay(self, texts: dict[str, str]) -> SourceSet:
         return SourceSet(base=self, overrides=texts)
+
+    def digests(self) -> dict[str, str]:
+        """The SHA-256 of each file's bytes as this set holds them (as read from disk, or an
+        overlay's new text); ``""`` for one that could not be read (it matches no content, so
+        whatever relies on it is redone)."""
+        return {
+            path: hashlib.sha256(found.data).hexdigest() if isinstance(found, SourceFile) else ""
+            for path, found in self._files.items()
+        }

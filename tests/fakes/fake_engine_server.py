@@ -177,11 +177,15 @@ class Fake:
             speculative=self.speculative,
         )
         if args.fake_ignore_sigterm:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)  # children inherit it ignored
         else:
             signal.signal(signal.SIGTERM, self.on_sigterm)
         if args.fake_child != "none":
             self.spawn_child(args.fake_child)
+        if args.fake_ignore_sigterm:
+            # Still ignored (the fake goes on), but noted: a test waits for this, not for a
+            # grace period to pass on a loaded machine.
+            signal.signal(signal.SIGTERM, self.on_ignored_sigterm)
         if self.engine == "sglang":
             sys.stdout.write(f"[{stamp()}] server_args=ServerArgs(model_path='{self.model}', tp_size={args.tp_size}, port={self.port}, speculative_algorithm={args.speculative_algorithm!r})\n")
             self.log("Init torch distributed begin.")
@@ -204,6 +208,7 @@ class Fake:
             sys.exit(1)
         if args.fake_mode == "hang":
             self.log("Capture cuda graph begin. This can take up to several minutes." if self.engine == "sglang" else "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)")
+            self.record("hanging")  # after the log line: whoever sees this can find the line
             while True:  # stuck in CUDA graph capture: the HTTP server never comes up
                 time.sleep(3600)
         time.sleep(args.fake_load_seconds)
@@ -255,6 +260,9 @@ class Fake:
         sys.stdout.write("RuntimeError: Engine core initialization failed. See root cause above. Failed core proc(s): {}\n")
         sys.stdout.flush()
         sys.exit(1)
+
+    def on_ignored_sigterm(self, signum: int, frame: Any) -> None:
+        self.record("sigterm-ignored")
 
     def on_sigterm(self, signum: int, frame: Any) -> None:
         self.record("sigterm")

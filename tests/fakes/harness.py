@@ -15,6 +15,10 @@ from tests.fakes.model_folders import write_kimi_pair
 
 FAKE = Path(__file__).resolve().parent / "fake_engine_server.py"
 
+# What every wait of a verify run against the fake may take: the fake does each step in a few
+# hundredths of a second, a loaded two-core machine in a few seconds.
+GENEROUS_S = 120.0
+
 # Four prompts at concurrency 1 and 4 keep a measured run well under a second.
 TEST_PROMPTS = ["Say hello.", "Count to five.", "Name a colour.", "What is 2 + 2?"]
 
@@ -24,7 +28,9 @@ def fake_launcher(engine: str, state_file: Path, *flags: str) -> str:
 
 
 def make_options(tmp_path: Path, engine: str = "sglang", *flags: str, **overrides: Any) -> VerifyOptions:
-    """Options for a run of the fake with the Kimi-K2.5 sample models; fast timings."""
+    """Options for a run of the fake with the Kimi-K2.5 sample models: quick polls, and bounds
+    no loaded machine comes near (each wait ends as soon as its condition holds; a test that
+    needs a wait to run out makes it leap with ``tests.fakes.clock``)."""
     target, drafter = write_kimi_pair(tmp_path / "models")
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("\n".join(TEST_PROMPTS) + "\n")
@@ -38,10 +44,10 @@ def make_options(tmp_path: Path, engine: str = "sglang", *flags: str, **override
         "concurrency": (1, 4),
         "log_dir": tmp_path / "logs",
         "poll_interval_s": 0.05,
-        "teardown_grace_s": 1.0,
-        "teardown_timeout_s": 5.0,
-        "timeout_s": 20.0,
-        "request_timeout_s": 10.0,
+        "teardown_grace_s": GENEROUS_S,
+        "teardown_timeout_s": GENEROUS_S,
+        "timeout_s": GENEROUS_S,
+        "request_timeout_s": GENEROUS_S,
     }
     values.update(overrides)
     return VerifyOptions(**values)
@@ -75,18 +81,21 @@ def alive(pids: list[int]) -> list[int]:
     return [pid for pid in pids if pid_alive(pid)]
 
 
-def marked_alive() -> list[int]:
-    """Live processes of this user carrying any verify marker."""
+def marked_alive(tmp_path: Path) -> list[int]:
+    """Live processes of this user carrying any verify marker that a run of this test started
+    (its fake servers name the test's state file): tests running beside it (xdist) have their own."""
     proc = Path("/proc")
     found = []
     needle = (MARKER_ENV + "=").encode()
+    mine = str(state_path(tmp_path)).encode()
     for entry in proc.iterdir():
         if not entry.name.isdigit():
             continue
         try:
             environ = (entry / "environ").read_bytes()
+            cmdline = (entry / "cmdline").read_bytes()
         except OSError:
             continue
-        if any(part.startswith(needle) for part in environ.split(b"\0")) and pid_alive(int(entry.name)):
+        if mine in cmdline and any(part.startswith(needle) for part in environ.split(b"\0")) and pid_alive(int(entry.name)):
             found.append(int(entry.name))
     return found
