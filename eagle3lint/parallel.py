@@ -19,7 +19,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future, ProcessPoolExecutor
 from typing import Any, TypeVar
 
@@ -30,6 +30,9 @@ from eagle3lint.summary import ModuleSummary
 T = TypeVar("T")
 
 MIN_PARALLEL_FILES = 48
+# Source text below which editing or rendering fixes stays in-process: starting a pool (and
+# loading libcst in it) costs more than a few small files take to edit.
+MIN_PARALLEL_FIX_BYTES = 400_000
 
 
 def usable_cpus() -> int:
@@ -159,6 +162,11 @@ class WorkerPool:
             self.close()
         else:
             self.terminate()
+
+
+def worth_forking_for(paths: Iterable[str]) -> bool:
+    """Whether fix work on these files is large enough to pay for a pool."""
+    return sum(_size(p) for p in set(paths)) >= MIN_PARALLEL_FIX_BYTES
 
 
 def _size(path: str) -> int:

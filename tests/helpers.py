@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tests import downloads
+from tests import downloads, forked_cli
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "fixtures"
@@ -26,17 +26,19 @@ def allow_releases(allowed: bool) -> None:
 
 
 def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``python -m eagle3lint ARGS``: a fork of this process where that starts the same way
+    (``tests/forked_cli.py``), else a subprocess; ``EAGLE3LINT_TESTS_SUBPROCESS=1`` forces the
+    latter for every run."""
     if env is None:
         # The checkout under test comes first, installed or not, whatever the cwd.
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-    done = subprocess.run(
-        [sys.executable, "-m", "eagle3lint", *map(str, args)],
-        capture_output=True,
-        text=True,
-        cwd=cwd,
-        env=env,
-        timeout=600,
-    )
+    argv = list(map(str, args))
+    if forked_cli.forkable(env) and not os.environ.get("EAGLE3LINT_TESTS_SUBPROCESS"):
+        done = forked_cli.run_forked(argv, cwd, env, timeout=600)
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "eagle3lint", *argv], capture_output=True, text=True, cwd=cwd, env=env, timeout=600
+        )
     show_downloads(done.stderr)
     if "--release" in map(str, args) and not _releases_allowed:
         # Outside the release tests, --release is there to be refused, never to analyse.

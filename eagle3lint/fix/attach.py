@@ -13,7 +13,7 @@ from eagle3lint.fix.edits import ApplyError, Edit, edits_by_path
 from eagle3lint.fix.planner import DISPLAY_ONLY, FixEnv, plan_fixes
 from eagle3lint.fix.proof import ProofError
 from eagle3lint.fix.texts import SourceFile, SourceSet
-from eagle3lint.parallel import WorkerPool
+from eagle3lint.parallel import WorkerPool, worth_forking_for
 from eagle3lint.result import CheckResult
 
 
@@ -37,7 +37,7 @@ def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> dict[s
     if batches:
         import eagle3lint.fix.apply  # noqa: F401  (forked workers inherit libcst)
     with WorkerPool() as pool:
-        if pool.enabled and len(batches) >= 4:
+        if pool.enabled and len(batches) >= 4 and worth_forking_for(jobs):
             lanes = [[job for batch in batches[i :: pool.workers * 2] for job in batch] for i in range(pool.workers * 2)]
             futures = [pool.submit(_render_diffs, lane, result.engine.source_root) for lane in lanes if lane]
             outcomes = [o for future in futures for o in future.result()]

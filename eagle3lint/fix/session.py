@@ -29,7 +29,7 @@ from eagle3lint.fix.recheck import recheck, summarize_text
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.fix.write import WriteRefused, write_atomically
 from eagle3lint.index import ProjectIndex
-from eagle3lint.parallel import WorkerPool
+from eagle3lint.parallel import WorkerPool, worth_forking_for
 from eagle3lint.result import CheckResult
 from eagle3lint.sources import ParseRequest
 from eagle3lint.summary import ModuleSummary
@@ -92,7 +92,7 @@ def prepare_fixes(
     """Plan, edit and prove every applicable fix; nothing is written here."""
     sources = sources or SourceSet()
     with WorkerPool() as pool:
-        if pool.enabled and result.findings:
+        if pool.enabled and worth_forking_for(f.path for f in result.findings):
             # The edit workers load libcst (a fifth of a second) while this process plans.
             for _ in range(pool.workers):
                 pool.submit(_load_editor)
@@ -284,7 +284,7 @@ def _build_files(
             continue
         request = index.request_for(Path(path)) if index is not None else ParseRequest(path, "__fixed__", False, frozenset())
         jobs.append((source, file_edits, request))
-    if pool.enabled and len(jobs) >= 2:
+    if pool.enabled and len(jobs) >= 2 and worth_forking_for(job[0].path for job in jobs):
         # Largest files first, dealt round-robin, so the workers finish together.
         by_size = sorted(jobs, key=lambda job: -len(job[0].text))
         batches = [by_size[i :: pool.workers * 4] for i in range(pool.workers * 4)]
