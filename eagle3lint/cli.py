@@ -339,7 +339,7 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
     found, _ = resolve_engine((path,) if path else (), engine, engine_root, release)
     result = extract_contract(found)
     if output_format == "json":
-        json.dump(result.to_json(), sys.stdout, indent=2)
+        sys.stdout.write(json.dumps(result.to_json(), indent=2))
         sys.stdout.write("\n")
     else:
         write_contract_text(result, sys.stdout)

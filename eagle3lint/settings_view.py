@@ -106,7 +106,7 @@ def write_json(settings: Settings, out: TextIO) -> None:
         else:
             data[shown.key] = shown.value
     data["defaults"] = [s.key for s in items if not s.from_file]
-    json.dump(data, out, indent=2)
+    out.write(json.dumps(data, indent=2))
     out.write("\n")
 
 

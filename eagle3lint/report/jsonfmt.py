@@ -45,5 +45,5 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
 
 
 def write_json(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
-    json.dump(result_to_json(result), out, indent=2)
+    out.write(json.dumps(result_to_json(result), indent=2))  # one write, not one per token
     out.write("\n")

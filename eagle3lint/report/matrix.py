@@ -115,7 +115,7 @@ def write_json(result: CheckResult, out: TextIO) -> None:
         "summary": {"models": len(table), "by_status": status_counts([r.model for r in table])},
         "errors": [e.to_json() for e in result.errors],
     }
-    json.dump(data, out, indent=2)
+    out.write(json.dumps(data, indent=2))
     out.write("\n")
 
 

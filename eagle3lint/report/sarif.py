@@ -177,5 +177,5 @@ def _surrogate_text(ch: str) -> str:
 
 
 def write_sarif(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
-    json.dump(result_to_sarif(result), out, indent=2)
+    out.write(json.dumps(result_to_sarif(result), indent=2))
     out.write("\n")

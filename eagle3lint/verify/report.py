@@ -174,7 +174,7 @@ _IMPACT_WORD = {CRASH: "will crash", ACCEPTANCE: "lowers acceptance silently"}
 
 
 def write_json(report: VerifyReport, out: TextIO) -> None:
-    json.dump(report.to_json(), out, indent=2)
+    out.write(json.dumps(report.to_json(), indent=2))
     out.write("\n")
 
 
