@@ -8,7 +8,7 @@ names are capture state, the setter, the flag and the hand-off are rule-pack dat
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from eagle3lint.capture import CaptureAnalysis, Method, Reads, Write
 from eagle3lint.capture_facts import CaptureSpec
@@ -36,6 +36,18 @@ def _setter(ctx: CheckContext, model: ModelClass) -> Method | None:
     if method is None or method.function.is_stub:
         return None
     return method
+
+
+def _setter_writes(ctx: CheckContext) -> Iterator[tuple[ModelClass, Method, list[Write]]]:
+    """Each target with its own EAGLE-3 setter, and what that setter writes (followed through
+    delegation and inheritance)."""
+    spec = ctx.pack.capture
+    if spec is None:
+        return
+    for model in ctx.models:
+        setter = _setter(ctx, model)
+        if setter is not None:
+            yield model, setter, _analysis(ctx).writes(model.ref, spec.eagle3_setter)[0]
 
 
 def _where(ctx: CheckContext, ref: ClassRef, line: int, message: str) -> list[Related]:
@@ -97,12 +109,10 @@ class CaptureStateNeverRead(Rule):
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         spec = ctx.pack.capture
-        for model in ctx.models:
-            setter = _setter(ctx, model)
-            if setter is None or spec is None:
-                continue
-            analysis = _analysis(ctx)
-            writes, _complete = analysis.writes(model.ref, spec.eagle3_setter)
+        if spec is None:
+            return
+        analysis = _analysis(ctx)
+        for model, setter, writes in _setter_writes(ctx):
             by_holder: dict[ClassRef, list[Write]] = {}
             for write in writes:
                 by_holder.setdefault(write.holder, []).append(write)
@@ -291,13 +301,8 @@ class CaptureFlagNotInitialised(Rule):
     fix_safety = "safe"
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
-        spec = ctx.pack.capture
-        for model in ctx.models:
-            setter = _setter(ctx, model)
-            if setter is None or spec is None:
-                continue
-            analysis = _analysis(ctx)
-            writes, _ = analysis.writes(model.ref, spec.eagle3_setter)
+        analysis = _analysis(ctx)
+        for model, setter, writes in _setter_writes(ctx):
             reported: set[tuple[ClassRef, str]] = set()
             for write in writes:
                 if write.marker or (write.holder, write.name) in reported:
