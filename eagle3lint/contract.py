@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
+from eagle3lint.rulepack import MemberSpec
 from eagle3lint.sources import decode_source, read_source
 from eagle3lint.summary import try_parts
 
@@ -256,6 +257,11 @@ class _SiteCollector:
         self.sites: list[ContractSite] = []
         self.check_calls: list[CheckCall] = []
         self.indent = 0  # column offset of a chunk parsed out of its class
+        # Attribute chains (``model.embed_tokens``), by their last name.
+        self.chains: dict[str, list[MemberSpec]] = {}
+        for spec in members.values():
+            if isinstance(spec, MemberSpec) and spec.is_chain:
+                self.chains.setdefault(spec.name.rsplit(".", 1)[1], []).append(spec)
 
     def wants(self, member: str) -> bool:
         return member in self.members or bool(self.pack.unknown_member_pattern.search(member))
@@ -342,6 +348,8 @@ class _SiteCollector:
         if isinstance(node, ast.Attribute):
             if isinstance(node.ctx, ast.Load) and self.wants(node.attr):
                 self.site(node.attr, node.value, node, "load", ctx)
+            if isinstance(node.ctx, ast.Load) and node.attr in self.chains:
+                self.chain_site(node, ctx)
             self.expr(node.value, ctx)
             return
         if isinstance(node, (ast.Lambda,)):
@@ -380,6 +388,38 @@ class _SiteCollector:
             self.expr(arg, ctx)
         for kw in node.keywords:
             self.expr(kw.value, ctx)
+
+    def chain_site(self, node: ast.Attribute, ctx: _Context) -> None:
+        """``<receiver>.model.embed_tokens`` read off the target: a chain member's site, guarded
+        when a ``hasattr`` (or ``except AttributeError``) covers any link of it."""
+        for spec in self.chains[node.attr]:
+            links = spec.name.split(".")
+            current: ast.expr = node
+            for link in reversed(links):
+                if not (isinstance(current, ast.Attribute) and current.attr == link):
+                    break
+                current = current.value
+            else:
+                receiver = ast.unparse(current)
+                assert spec.receiver is not None
+                if not spec.receiver.search(_normalize_receiver(receiver)):
+                    continue
+                guards = [self.guard_for(name, ctx) for name in (spec.name, *links)]
+                guard = next((g for g in guards if g != "none"), "none")
+                self.sites.append(
+                    ContractSite(
+                        member=spec.name,
+                        path=self.rel_path,
+                        line=node.lineno,
+                        column=node.col_offset + 1 + self.indent,
+                        function=ctx.function,
+                        receiver=receiver,
+                        access="load",
+                        role=spec.role,
+                        guard=guard,
+                        branch=self.branch_for(ctx),
+                    )
+                )
 
     def site(
         self,

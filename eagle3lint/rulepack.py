@@ -40,6 +40,14 @@ class MemberSpec:
     # Required by configuration even where the engine's source does not call it.
     required: bool = False
     origin: str = ""  # the configuration file that added it, if any
+    # A dotted name (``model.embed_tokens``) is an attribute chain the engine or a plugin reads
+    # off the model: only receivers matching ``receiver`` count (the target, never ``self.model``
+    # of a proposer, which is its draft).
+    receiver: re.Pattern[str] | None = None
+
+    @property
+    def is_chain(self) -> bool:
+        return "." in self.name
 
 
 @dataclass(frozen=True)
@@ -195,7 +203,10 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
             template=entry.get("template"),
             companions=tuple(entry.get("companions", ())),
             former_names=tuple(entry.get("former_names", ())),
+            receiver=_compile(pack_path, f"member {name}: receiver", entry["receiver"]) if "receiver" in entry else None,
         )
+        if "." in name and members[name].receiver is None:
+            raise UsageError(f"{pack_path}: member {name}: an attribute chain needs a 'receiver' pattern")
     classify = data.get("classify", {})
     others = tuple(
         OtherPattern(_compile(pack_path, "classify.other", o["pattern"]), o["reason"])

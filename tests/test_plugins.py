@@ -4,6 +4,7 @@ the empty-scope refusal and a fork's metadata version."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,86 @@ def test_a_fork_without_version_files_still_has_a_version(tmp_path: Path) -> Non
 def test_the_engine_own_metadata_gives_its_version(tmp_path: Path) -> None:
     engine = discover_engine([_fork(tmp_path, "sglang", "0.5.9")])
     assert (engine.version, engine.label, engine.fork) == ("0.5.9", "sglang 0.5.9", None)
+
+
+def _plugin_with_chain_reads(tmp_path: Path) -> Path:
+    """The vLLM plugin fixture plus a proposer that shares the target's embedding the way
+    vllm-ascend 0.11.0 does, and a registered wrapper that keeps its decoder elsewhere."""
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    proposer = plugin / "vllm_fixture_plugin" / "spec_decode" / "proposer.py"
+    proposer.write_text(
+        proposer.read_text()
+        + "\n"
+        + "    def share_embedding(self, target_model):\n"
+        + "        self.model.model.embed_tokens = target_model.model.embed_tokens\n"  # line 8: unguarded
+        + "\n"
+        + "    def share_guarded(self, model):\n"
+        + "        if hasattr(model, 'model'):\n"
+        + "            self.embed = model.model.embed_tokens\n"  # guarded: a fallback
+        + "        return self.model.model.embed_tokens.weight\n"  # self.model is the draft
+    )
+    (plugin / "vllm_fixture_plugin" / "models" / "textwrap.py").write_text(
+        "from vllm.model_executor.models.wrapper import WrapperForConditionalGeneration\n"
+        "\n\n"
+        "class TextWrapperForConditionalGeneration(WrapperForConditionalGeneration):\n"
+        '    """Supported upstream; its decoder is at self.language_model: no self.model."""\n'
+    )
+    init = plugin / "vllm_fixture_plugin" / "__init__.py"
+    init.write_text(
+        init.read_text()
+        + '    ModelRegistry.register_model("TextWrap", "vllm_fixture_plugin.models.textwrap:TextWrapperForConditionalGeneration")\n'
+    )
+    return plugin
+
+
+def test_an_attribute_chain_a_plugin_reads_off_the_target_is_a_requirement(tmp_path: Path) -> None:
+    plugin = _plugin_with_chain_reads(tmp_path)
+    done = run_cli("contract", plugin, "--engine-root", VLLM_ENGINE, "--format", "json")
+    assert done.returncode == 0, done.stderr
+    import json
+
+    chain = {m["name"]: m for m in json.loads(done.stdout)["members"]}["model.embed_tokens"]
+    sites = {(s["line"], s["receiver"], s["guard"]) for s in chain["sites"]}
+    # The draft's own `self.model.model.embed_tokens` is no requirement of the target.
+    assert sites == {(8, "target_model", "none"), (12, "model", "fallback")}
+
+    code, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
+    assert code == 1
+    models = _models(report)
+    wrapper = models["TextWrapperForConditionalGeneration"]
+    assert wrapper["status"] == "broken"
+    chain_findings = {f["class"]: f for f in report["findings"] if f["code"] == "E3L022"}
+    finding = chain_findings["TextWrapperForConditionalGeneration"]
+    assert finding["severity"] == "error"
+    assert "has no `self.model`, but `target_model.model.embed_tokens` is read off the target model" in finding["message"]
+    assert [(Path(r["path"]).name, r["line"]) for r in finding["related"]] == [("proposer.py", 8)]
+    # The fixture's LlamaModel keeps no embedding: the chain stops one link further down.
+    derived = chain_findings["DerivedForCausalLM"]
+    assert "holds `LlamaModel` in `self.model`, which has no `embed_tokens`" in derived["message"]
+    assert models["DerivedForCausalLM"]["status"] == "broken"
+    # The draft head is no target; the guarded read adds no error of its own.
+    assert "FixtureMTP" not in chain_findings
+    assert all(len(f["related"]) == 1 for f in chain_findings.values())
+
+
+def test_an_attribute_chain_is_met_by_a_class_that_has_every_link(tmp_path: Path) -> None:
+    plugin = _plugin_with_chain_reads(tmp_path)
+    (plugin / "vllm_fixture_plugin" / "models" / "derived.py").write_text(
+        "from torch import nn\n"
+        "from vllm.model_executor.models.llama import LlamaForCausalLM, LlamaModel\n"
+        "\n\n"
+        "class EmbeddingModel(LlamaModel):\n"
+        "    def __init__(self, *, vllm_config, prefix=''):\n"
+        "        super().__init__(vllm_config=vllm_config, prefix=prefix)\n"
+        "        self.embed_tokens = nn.Embedding(8, 8)\n"
+        "\n\n"
+        "class DerivedForCausalLM(LlamaForCausalLM):\n"
+        "    def __init__(self, *, vllm_config, prefix=''):\n"
+        "        super().__init__(vllm_config=vllm_config, prefix=prefix)\n"
+        "        self.model = EmbeddingModel(vllm_config=vllm_config, prefix=prefix)\n"
+    )
+    code, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
+    assert code == 1
+    assert _models(report)["DerivedForCausalLM"]["status"] == "supported"
+    assert not [f for f in report["findings"] if f["class"] == "DerivedForCausalLM"]

@@ -61,6 +61,29 @@ def test_vllm_ascend_runner_sites_join_the_contract() -> None:
     sites = {(s["path"], s["line"], s["guard"]) for s in members["set_aux_hidden_state_layers"]["sites"]}
     assert ("vllm_ascend/worker/model_runner_v1.py", 2701, "none") in sites
     assert any(path.startswith("vllm/v1/worker/") and guard == "error" for path, _, guard in sites)
+    # EagleProposer.load_model shares the target's embedding, for EAGLE and EAGLE-3, unguarded
+    # (upstream asks get_language_model() and hasattr first: it adds no site).
+    chain = {(s["path"], s["line"], s["receiver"], s["guard"]) for s in members["model.embed_tokens"]["sites"]}
+    assert chain == {("vllm_ascend/spec_decode/eagle_proposer.py", 94, "model", "none")}
+
+
+def test_vllm_ascend_proposer_breaks_upstream_gpt_oss() -> None:
+    """The engine's own models checked with the plugin's call sites: GPT-OSS keeps its embedding
+    in `self.model.embedding`, so vllm-ascend 0.11.0's `model.model.embed_tokens` raises while
+    the drafter loads; Llama has the chain (Qwen2's architecture is the plugin's class there)."""
+    code, report = run_json(
+        "check", fetch_package("vllm-ascend==0.11.0"), "vllm/model_executor/models/gpt_oss.py",
+        "vllm/model_executor/models/llama.py", "vllm/model_executor/models/qwen2.py", "--release", "vllm==0.11.0",
+    )
+    assert code == 1
+    models = _models(report)
+    assert models["GptOssForCausalLM"]["status"] == "broken"
+    (finding,) = [f for f in report["findings"] if f["class"] == "GptOssForCausalLM"]
+    assert (finding["code"], finding["severity"]) == ("E3L022", "error")
+    assert "holds `GptOssModel` in `self.model`, which has no `embed_tokens`" in finding["message"]
+    assert [(r["path"].rsplit("vllm_ascend/", 1)[1], r["line"]) for r in finding["related"]] == [("spec_decode/eagle_proposer.py", 94)]
+    assert models["LlamaForCausalLM"]["status"] == "supported"
+    assert not [f for f in report["findings"] if f["code"] == "E3L022" and f["class"] == "LlamaForCausalLM"]
 
 
 def test_a_model_plugin_registers_a_new_architecture() -> None:

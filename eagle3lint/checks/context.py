@@ -70,15 +70,36 @@ class CheckContext:
             return member.fatal_sites("draft", "not-eagle3")
         return []
 
-    def requirements(self, model: ModelClass) -> list[tuple[MemberContract, list[ContractSite]]]:
+    def requirements(self, model: ModelClass, chains: bool = False) -> list[tuple[MemberContract, list[ContractSite]]]:
+        """The members the engine needs of ``model`` with their fatal sites; ``chains``: the
+        attribute chains (``model.embed_tokens``) instead of the members."""
         out = []
         for member in self.contract.members.values():
-            if not member.known:
+            spec = self.pack.members.get(member.name)
+            if not member.known or (spec is not None and spec.is_chain) != chains:
                 continue
             sites = self.required_sites(model, member)
             if sites:
                 out.append((member, sites))
         return out
+
+    def chain_state(self, ref: ClassRef, chain: str, _depth: int = 0) -> tuple[str, ClassRef, str]:
+        """How ``ref`` stands with an attribute chain: ("present" | "missing" | "unknown", the
+        class where it stops, the link that class lacks). Unknown wherever a link is a property,
+        a method's result, a ``__getattr__`` or a class the index cannot name."""
+        link, _, rest = chain.partition(".")
+        lookup = self.index.lookup(ref, link)
+        if lookup.status == "missing":
+            return "missing", ref, link
+        if lookup.status != "found" or lookup.kind not in ("instance_attr", "class_attr"):
+            return "unknown", ref, link
+        if not rest:
+            return "present", ref, link
+        held = self.index.attribute_classes(ref, link)
+        if not held or not all(isinstance(h, ClassRef) for h in held) or _depth > 4:
+            return "unknown", ref, link
+        states = [self.chain_state(h, rest, _depth + 1) for h in held if isinstance(h, ClassRef)]
+        return next((s for s in states if s[0] == "missing"), next((s for s in states if s[0] == "unknown"), states[0]))
 
     # ---- member analysis -----------------------------------------------------------------
     def state(self, ref: ClassRef, member: str, _depth: int = 0) -> MemberState:

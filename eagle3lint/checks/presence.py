@@ -508,6 +508,65 @@ def _describe_all(ctx: CheckContext, names: list[str]) -> str:
     return "; ".join(parts) or "the project's eagle3lint configuration requires them"
 
 
+class MissingAttributeChain(Rule):
+    """
+    ## What it does
+    Reports a target model class that lacks a link of an attribute chain the engine or a plugin
+    reads off the target without a guard (rule pack members with a dotted name, e.g.
+    `model.embed_tokens`: a proposer sharing the target's embedding with the drafter). The
+    class has no `self.model`, or what `self.model` holds has no `embed_tokens`.
+
+    ## Why is this bad?
+    The read raises `AttributeError` while the drafter is loaded, after the target's weights:
+    vllm-ascend 0.11.0's `EagleProposer.load_model` reads `model.model.embed_tokens` for EAGLE
+    and EAGLE-3 alike, so a multimodal wrapper that keeps its decoder in `self.language_model`
+    fails there (upstream vLLM asks `get_language_model()` and `hasattr` first).
+
+    ## Example
+    ```python
+    class FooForConditionalGeneration(nn.Module, SupportsEagle3):
+        def __init__(self, *, vllm_config, prefix=""):
+            self.language_model = FooForCausalLM(...)   # no self.model
+    ```
+    Use instead: guard the read in the proposer (`get_language_model()`, `hasattr`), or give the
+    class the attribute the proposer expects.
+
+    ## Fix safety
+    No fix is generated: which side should change is the plugin author's call.
+    """
+
+    code = "E3L022"
+    name = "missing-attribute-chain"
+    member_gap = True  # a class with no EAGLE-3 code is refused anyway: E3L020 stands for it
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        for model in ctx.models:
+            if model.kind != TARGET:
+                continue
+            for member, sites in ctx.requirements(model, chains=True):
+                status, where, link = ctx.chain_state(model.ref, member.name)
+                if status != "missing":
+                    continue
+                path = member.name.split(".")
+                lacking = (
+                    f"has no `self.{link}`"
+                    if where == model.ref
+                    else f"holds `{where.qualname}` in `self.{'.'.join(path[: path.index(link)])}`, which has no `{link}`"
+                )
+                receivers = ", ".join(dict.fromkeys(f"`{s.receiver}.{member.name}`" for s in sites))
+                yield ctx.finding(
+                    MissingAttributeChain,
+                    model,
+                    member.name,
+                    f"`{model.summary.name}` {lacking}, but {receivers} is read off the target model "
+                    f"({guard_phrase(sites)}): loading the drafter fails",
+                    sites,
+                    severity=severity_for(sites),
+                    data={"chain": member.name, "link": link},
+                )
+                break
+
+
 PRESENCE_RULES: tuple[type[Rule], ...] = (
     MissingTargetMethod,
     MissingDraftMethod,
@@ -516,4 +575,5 @@ PRESENCE_RULES: tuple[type[Rule], ...] = (
     SignatureMismatch,
     PresenceNotProvable,
     StaleInterfaceOverride,
+    MissingAttributeChain,
 )
