@@ -313,7 +313,19 @@ class ProjectIndex:
         if cls is None:
             return []
         # Nested classes resolve names in their module, like Python does at class-creation time.
-        return [self.resolve(ref.module, base) for base in cls.bases]
+        return [self._resolve_base(ref, base) for base in cls.bases]
+
+    def _resolve_base(self, ref: ClassRef, base: str) -> Resolved:
+        head, _, rest = base.partition(".")
+        if head != ref.qualname:
+            return self.resolve(ref.module, base)
+        # ``from pkg.llama import LlamaForCausalLM`` then ``class LlamaForCausalLM(LlamaForCausalLM)``:
+        # the base is the name as bound before the class statement rebinds it (the import).
+        summary = self.module(ref.module)
+        target = summary.imports.get(head) if summary is not None else None
+        if target is None:
+            return Unknown(f"{ref.qualname} names itself as its base")
+        return self.resolve_qualified(f"{target}.{rest}" if rest else target)
 
     def mro(self, ref: ClassRef) -> Mro:
         cached = self._mro_cache.get(ref)

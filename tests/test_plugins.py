@@ -239,3 +239,26 @@ def test_an_attribute_chain_is_met_by_a_class_that_has_every_link(tmp_path: Path
     assert code == 1
     assert _models(report)["DerivedForCausalLM"]["status"] == "supported"
     assert not [f for f in report["findings"] if f["class"] == "DerivedForCausalLM"]
+
+
+def test_a_plugin_class_named_like_the_engine_class_it_derives_from(tmp_path: Path) -> None:
+    """``class LlamaForCausalLM(LlamaForCausalLM)`` after importing vLLM's: the base is the import
+    (the name as bound before the class statement), not the class itself."""
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    (plugin / "vllm_fixture_plugin" / "models" / "shadow.py").write_text(
+        "from vllm.model_executor.models.llama import LlamaForCausalLM\n"
+        "\n\n"
+        "class LlamaForCausalLM(LlamaForCausalLM):\n"
+        "    def __init__(self, *, vllm_config, prefix=''):\n"
+        "        super().__init__(vllm_config=vllm_config, prefix=prefix)\n"
+    )
+    init = plugin / "vllm_fixture_plugin" / "__init__.py"
+    text = init.read_text().replace(
+        "from .models.replaced import ReplacedLlamaForCausalLM", "from .models.shadow import LlamaForCausalLM as ReplacedLlamaForCausalLM"
+    )
+    init.write_text(text)
+    code, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
+    shadow = [m for m in report["models"] if m["path"].endswith("shadow.py")]
+    assert [(m["class"], m["status"]) for m in shadow] == [("LlamaForCausalLM", "supported")], report["findings"]
+    assert not [f for f in report["findings"] if f["path"].endswith("shadow.py")]
