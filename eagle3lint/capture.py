@@ -45,6 +45,9 @@ class Reads:
     """What an object's ``forward`` reads of the capture state (through ``super().forward``)."""
 
     attributes: set[str] = field(default_factory=set)
+    # Of ``attributes``, those read only through ``getattr(self, name, default)``: an unset one
+    # is no AttributeError.
+    defaulted: set[str] = field(default_factory=set)
     markers: set[str] = field(default_factory=set)
     loops: list[LoopFact] = field(default_factory=list)
     where: str = ""  # "Qwen3_5ForCausalLM.forward"
@@ -161,7 +164,9 @@ class CaptureAnalysis:
             facts = method.facts
             reads.found = True
             reads.where = reads.where or f"{method.owner.qualname}.forward"
-            reads.attributes.update(facts.reads)
+            reads.defaulted.update(set(facts.defaulted_reads) - reads.attributes - set(facts.reads))
+            reads.defaulted -= set(facts.reads)
+            reads.attributes.update(facts.reads, facts.defaulted_reads)
             if facts.calls & self.spec.collect_calls:
                 reads.attributes.update(self.spec.collect_reads)
             reads.markers.update(facts.marker_reads)

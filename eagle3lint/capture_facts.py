@@ -49,6 +49,8 @@ class CaptureFacts:
     reads: list[str] = field(default_factory=list)
     # Per-layer markers read: ``getattr(layer, "<name>", ...)`` / ``layer.<name>``.
     marker_reads: list[str] = field(default_factory=list)
+    # ``getattr(self, "<attr>", default)``: read, but never an AttributeError when unset.
+    defaulted_reads: list[str] = field(default_factory=list)
     loops: list[LoopFact] = field(default_factory=list)
     # Names bound by unpacking aux hidden states (``hidden_states, aux = ...``), and the line.
     aux_unpacks: list[tuple[str, int]] = field(default_factory=list)
@@ -150,8 +152,12 @@ class _Extractor:
         # Whether a hand-off passes the aux states is known once every unpack has been seen.
         aux = {name for name, _ in self.facts.aux_unpacks}
         for node in self.handoffs:
-            passed = any(_name(a) in aux for a in node.args) or any(
-                k.arg == self.logits_keyword or (k.value is not None and _name(k.value) in aux) for k in node.keywords
+            passed = (
+                any(_name(a) in aux for a in node.args)
+                or any(k.arg == self.logits_keyword or (k.value is not None and _name(k.value) in aux) for k in node.keywords)
+                # ``*args`` / ``**kwargs`` may carry them: not provably dropped.
+                or any(isinstance(a, ast.Starred) for a in node.args)
+                or any(k.arg is None for k in node.keywords)
             )
             self.facts.logits_calls.append((node.lineno, passed))
         return self.facts
@@ -217,7 +223,13 @@ class _Extractor:
             return
         if name == "getattr" and isinstance(func, ast.Name) and len(node.args) >= 2:
             marker = _literal(node.args[1])
-            if marker is not None and self.captures(marker):
+            if marker is None or not self.captures(marker):
+                return
+            if _name(node.args[0]) == self.self_name:
+                # The object's own state, not a layer's marker.
+                has_default = len(node.args) >= 3 or any(k.arg == "default" for k in node.keywords)
+                (self.facts.defaulted_reads if has_default else self.facts.reads).append(marker)
+            else:
                 self.facts.marker_reads.append(marker)
             return
         if isinstance(func, ast.Attribute):

@@ -777,6 +777,8 @@ class _ModuleBuilder:
             bases=bases,
             decorators=_decorator_names(node),
         )
+        assigned_by: dict[str, list[str]] = {}  # method -> the attributes it assigns
+        method_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for stmt in node.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorators = _decorator_names(stmt)
@@ -801,6 +803,9 @@ class _ModuleBuilder:
                     cls.methods[stmt.name] = fn
                 for attr, lineno, value, branch in assigns:
                     self._record_instance_attr(cls, attr, lineno, stmt.name, value, branch)
+                if assigns or stmt.name == "__init__":
+                    assigned_by.setdefault(stmt.name, []).extend(a[0] for a in assigns)
+                    method_nodes[stmt.name] = stmt
             elif isinstance(stmt, ast.Assign):
                 for target in stmt.targets:
                     for name in _assigned_names(target):
@@ -810,12 +815,41 @@ class _ModuleBuilder:
                     cls.class_attrs[name] = stmt.lineno
             elif isinstance(stmt, ast.ClassDef):
                 self.visit_class(stmt, prefix=f"{qualname}.")
+        self._mark_init_helpers(cls, assigned_by, method_nodes)
         if prefix == "":
             if node.name in self.summary.classes:
                 self.summary.redefined_classes.append(node.name)
             self.summary.classes[node.name] = cls
         else:
             self.summary.classes[qualname] = cls
+
+    def _mark_init_helpers(
+        self,
+        cls: ClassSummary,
+        assigned_by: dict[str, list[str]],
+        method_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef],
+    ) -> None:
+        """What a method ``__init__`` calls (``self._reset_capture()``, and what that calls)
+        assigns is assigned in ``__init__`` too: the attribute exists once the object is built."""
+        helpers = [m for m in assigned_by if m != "__init__" and assigned_by[m]]
+        if "__init__" not in method_nodes or not helpers:
+            return
+        pending, reached = ["__init__"], {"__init__"}
+        while pending:
+            caller = method_nodes[pending.pop()]
+            text = self._function_text(caller)
+            for helper in helpers:
+                if helper not in reached and (text is None or f".{helper}(" in text) and _calls_self_method(caller, helper):
+                    reached.add(helper)
+                    pending.append(helper)
+                    for attr in assigned_by[helper]:
+                        cls.instance_attrs[attr].in_init = True
+
+    def _function_text(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
+        """The function's source, a cheap first test; None without the text (the walk decides)."""
+        if self._text is None:
+            return None
+        return "".join(self._source_lines()[node.lineno - 1 : node.end_lineno or node.lineno])
 
     def _record_instance_attr(self, cls: ClassSummary, attr: str, lineno: int, method: str, value: ast.AST | None, branch: Branch) -> None:
         entry = cls.instance_attrs.get(attr)
@@ -826,6 +860,27 @@ class _ModuleBuilder:
             entry.in_init = True
         if value is not None and method == "__init__":
             entry.constructions.extend(_construction(value, lineno, branch))
+
+
+def _calls_self_method(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
+    """``self.<name>(...)`` in ``node``'s own body (nested scopes have their own ``self``)."""
+    first = [*node.args.posonlyargs, *node.args.args]
+    self_name = first[0].arg if first else "self"
+    pending: list[ast.AST] = list(node.body)
+    while pending:
+        current = pending.pop()
+        if isinstance(current, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if (
+            isinstance(current, ast.Call)
+            and isinstance(current.func, ast.Attribute)
+            and current.func.attr == name
+            and isinstance(current.func.value, ast.Name)
+            and current.func.value.id == self_name
+        ):
+            return True
+        pending.extend(ast.iter_child_nodes(current))
+    return False
 
 
 def _is_overload(decorators: list[str]) -> bool:

@@ -258,7 +258,7 @@ def test_a_plugin_class_named_like_the_engine_class_it_derives_from(tmp_path: Pa
         "from .models.replaced import ReplacedLlamaForCausalLM", "from .models.shadow import LlamaForCausalLM as ReplacedLlamaForCausalLM"
     )
     init.write_text(text)
-    code, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
+    _, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
     shadow = [m for m in report["models"] if m["path"].endswith("shadow.py")]
     assert [(m["class"], m["status"]) for m in shadow] == [("LlamaForCausalLM", "supported")], report["findings"]
     assert not [f for f in report["findings"] if f["path"].endswith("shadow.py")]

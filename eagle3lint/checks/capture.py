@@ -307,7 +307,8 @@ class CaptureFlagNotInitialised(Rule):
             for write in writes:
                 if write.marker or (write.holder, write.name) in reported:
                     continue
-                if write.name not in analysis.reads(write.holder).attributes:
+                holder_reads = analysis.reads(write.holder)
+                if write.name not in holder_reads.attributes or write.name in holder_reads.defaulted:
                     continue
                 if analysis.set_in_init(write.holder, write.name) is not False:
                     continue
