@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.findings import FileError
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.plugins import PluginPackage
 from eagle3lint.sources import decode_source, module_name, read_source
@@ -199,12 +200,16 @@ class _Reader:
 
     def call(self, node: ast.Call, function: str, local: dict[str, str], loops: dict[str, list[str]]) -> None:
         func = node.func
-        if not isinstance(func, ast.Attribute) or func.attr not in self.calls or len(node.args) < 2:
+        if not isinstance(func, ast.Attribute) or func.attr not in self.calls:
             return
-        if not self._registry(func.value):
+        # register_model(model_arch, model_cls), positionally or by keyword (vLLM's names).
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        positional = [a for a in node.args if not isinstance(a, ast.Starred)]
+        arch_node = positional[0] if positional else keywords.get("model_arch")
+        target_node = positional[1] if len(positional) > 1 else keywords.get("model_cls")
+        if arch_node is None or target_node is None or not self._registry(func.value):
             return
         names = {**self.constants, **local}
-        arch_node, target_node = node.args[0], node.args[1]
         if isinstance(arch_node, ast.Name) and arch_node.id in loops:
             architectures = loops[arch_node.id]
         else:
@@ -248,17 +253,26 @@ def read_registrations(index: ProjectIndex, plugin: PluginPackage, shapes: Regis
         for filename in sorted(f for f in filenames if f.endswith(".py")):
             path = os.path.join(dirpath, filename)
             data = read_source(path)
-            if not isinstance(data, bytes) or not any(n in data for n in needles):
+            if isinstance(data, FileError):
+                index.errors.setdefault(data.path, data)  # a registration may be in it: said, not skipped
+                continue
+            if not any(n in data for n in needles):
                 continue
             text = decode_source(path, data)
-            if not isinstance(text, str):
+            if isinstance(text, FileError):
+                index.errors.setdefault(text.path, text)
                 continue
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     tree = ast.parse(text, filename=path)
-            except (SyntaxError, ValueError, RecursionError):
-                continue  # the index reports the file when it is read
+            except SyntaxError as exc:
+                where = f" at line {exc.lineno}" if exc.lineno else ""
+                index.errors.setdefault(path, FileError(path, f"syntax error{where}: {exc.msg}; its model registrations are not read"))
+                continue
+            except (ValueError, RecursionError) as exc:
+                index.errors.setdefault(path, FileError(path, f"cannot be parsed: {type(exc).__name__}; its model registrations are not read"))
+                continue
             module, is_package = module_name(plugin.root, Path(path))
             reader = _Reader(index, plugin, module, path, _module_constants(tree, module), shapes)
             reader.is_package = is_package

@@ -262,3 +262,27 @@ def test_a_plugin_class_named_like_the_engine_class_it_derives_from(tmp_path: Pa
     shadow = [m for m in report["models"] if m["path"].endswith("shadow.py")]
     assert [(m["class"], m["status"]) for m in shadow] == [("LlamaForCausalLM", "supported")], report["findings"]
     assert not [f for f in report["findings"] if f["path"].endswith("shadow.py")]
+
+
+def test_keyword_registrations_are_read(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    init = plugin / "vllm_fixture_plugin" / "__init__.py"
+    init.write_text(
+        init.read_text()
+        + '    ModelRegistry.register_model(model_arch="KwArch", model_cls="vllm_fixture_plugin.models.derived:DerivedForCausalLM")\n'
+    )
+    _, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
+    assert _models(report)["DerivedForCausalLM"]["architectures"] == ["FixtureDerivedForCausalLM", "KwArch"]
+
+
+def test_a_registering_file_that_cannot_be_parsed_is_named_and_the_rest_checked(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    broken = plugin / "vllm_fixture_plugin" / "extra.py"
+    broken.write_text("def register():\n    from vllm import ModelRegistry\n    ModelRegistry.register_model('X', 'a.b:C'\n")
+    done = run_cli("check", plugin, "--engine-root", VLLM_ENGINE)
+    assert done.returncode == 2, done.stderr
+    assert f"{broken}: error: syntax error at line 3" in done.stderr and "registrations are not read" in done.stderr
+    assert "E3L021" in done.stdout  # the other registrations are still checked
+    assert "Traceback" not in done.stderr
