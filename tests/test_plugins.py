@@ -286,3 +286,52 @@ def test_a_registering_file_that_cannot_be_parsed_is_named_and_the_rest_checked(
     assert f"{broken}: error: syntax error at line 3" in done.stderr and "registrations are not read" in done.stderr
     assert "E3L021" in done.stdout  # the other registrations are still checked
     assert "Traceback" not in done.stderr
+
+
+def test_fix_apply_with_a_release_writes_the_plugin_and_never_the_cached_release(tmp_path: Path) -> None:
+    """``fix --apply PLUGIN --release X``: the plugin is the user's to edit; a fix that would
+    edit the cached release is refused (exit 2), with nothing written."""
+    import os
+    import subprocess
+
+    from eagle3lint.releases import _COMPLETE
+    from tests import forked_cli
+
+    cache = tmp_path / "cache"
+    release = cache / "releases" / "vllm-0.99.0"
+    shutil.copytree(VLLM_ENGINE, release / "vllm")
+    (release / _COMPLETE).write_text("vllm==0.99.0\n")
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    (plugin / "vllm_fixture_plugin" / "models" / "undeclared.py").write_text(
+        "from torch import nn\n"
+        "\n"
+        "from vllm.model_executor.models.interfaces import SupportsMultiModal\n"
+        "from vllm.model_executor.models.utils import init_vllm_registered_model\n"
+        "\n\n"
+        "class PluginWrapperForConditionalGeneration(nn.Module, SupportsMultiModal):\n"
+        "    def __init__(self, *, vllm_config, prefix=''):\n"
+        "        super().__init__()\n"
+        "        with self._mark_language_model(vllm_config):\n"
+        "            self.language_model = init_vllm_registered_model(\n"
+        "                vllm_config=vllm_config, hf_config=vllm_config.hf_config.text_config,\n"
+        "                prefix='language_model', architectures=['FixtureDerivedForCausalLM'],\n"
+        "            )\n"
+    )
+    init = plugin / "vllm_fixture_plugin" / "__init__.py"
+    init.write_text(init.read_text() + '    ModelRegistry.register_model("PW", "vllm_fixture_plugin.models.undeclared:PluginWrapperForConditionalGeneration")\n')
+    env = {**os.environ, "EAGLE3LINT_CACHE_DIR": str(cache)}
+
+    def fix(*args: str | Path) -> subprocess.CompletedProcess[str]:
+        # A release made here, not downloaded: run_cli keeps --release for tests of real ones.
+        return forked_cli.run_forked(["fix", "--apply", *map(str, args), "--release", "vllm==0.99.0"], None, env, timeout=600)
+
+    before = {p: p.read_bytes() for p in release.rglob("*.py")}
+    done = fix(plugin)
+    assert "cached copy" not in done.stderr, done.stderr
+    assert "SupportsEagle3" in (plugin / "vllm_fixture_plugin" / "models" / "undeclared.py").read_text()
+    assert {p: p.read_bytes() for p in release.rglob("*.py")} == before
+    # A fix inside the release itself is refused before anything is written.
+    refused = fix("vllm/model_executor/models/wrapper.py")
+    assert refused.returncode == 2 and "--apply would edit the cached copy of the release" in refused.stderr
+    assert {p: p.read_bytes() for p in release.rglob("*.py")} == before

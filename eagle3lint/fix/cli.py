@@ -132,8 +132,6 @@ def fix(
 
     selected, ignored = _split_codes(select), _split_codes(ignore)
     _validate_codes([*selected, *ignored])
-    if apply_fixes and release:
-        raise UsageError("--apply would edit the cached copy of the release; copy the tree and give its path instead")
     extra_models = [p for o in settings.engines.values() for p in o.extra_models]
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release,
@@ -146,6 +144,11 @@ def fix(
     for error in result.errors:
         click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
     outcome = prepare_fixes(result, scope, selected or None, ignored or None, unsafe_fixes=unsafe_fixes)
+    if apply_fixes and release:
+        # A plugin's files are the user's to edit; the release's are a shared download.
+        cached = os.path.realpath(found.root)
+        if any(os.path.realpath(p).startswith(cached + os.sep) for p in outcome.changes):
+            raise UsageError("--apply would edit the cached copy of the release; copy the tree and give its path instead")
 
     status = EXIT_ERROR if result.errors else EXIT_CLEAN
     for rejection in outcome.rejections:
