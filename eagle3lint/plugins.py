@@ -11,12 +11,13 @@ and registration calls matter is each engine's (rule pack ``[plugins]``). Nothin
 from __future__ import annotations
 
 import ast
-import configparser
 import re
 import sys
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+
+from eagle3lint.findings import FileError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -59,6 +60,9 @@ class PluginPackage:
     root: Path  # the package folder itself
     distribution: Distribution | None = None
     entry_points: tuple[EntryPoint, ...] = ()
+    # Packaging files that say something eagle3lint could not read (its entry points may be
+    # incomplete): each run reports them, naming the file.
+    errors: tuple[FileError, ...] = ()
 
     @property
     def source_root(self) -> Path:
@@ -73,13 +77,25 @@ class PluginPackage:
         return [e for e in self.entry_points if e.group in groups]
 
 
-def _read_text(path: Path) -> str | None:
+def _read_text(path: Path, errors: list[FileError] | None = None) -> str | None:
+    """The file's text; None when there is none. A packaging file that is there but cannot be
+    read is said in ``errors`` when given (metadata the tool cannot see is not silently empty)."""
     try:
-        if not path.is_file() or path.stat().st_size > _MAX_METADATA_BYTES:
-            return None
-        return path.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return None
+        if not path.exists():
+            if not path.is_symlink():
+                return None
+            problem = "is a broken symbolic link (or a link loop)"
+        elif not path.is_file():
+            problem = "is not a regular file"
+        elif path.stat().st_size > _MAX_METADATA_BYTES:
+            problem = f"is larger than {_MAX_METADATA_BYTES >> 20} MB"
+        else:
+            return path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as exc:
+        problem = f"cannot be read: {exc.strerror or exc}"
+    if errors is not None:
+        errors.append(FileError(str(path), f"{problem}; its entry points are not read"))
+    return None
 
 
 def package_roots(path: Path) -> list[Path]:
@@ -126,51 +142,79 @@ def _lists_package(info: Path, package: str) -> bool:
     return _normalize(stem) == _normalize(package)
 
 
-def _entry_points_txt(path: Path) -> list[EntryPoint]:
-    text = _read_text(path)
+def _entry_points_txt(path: Path, errors: list[FileError]) -> list[EntryPoint]:
+    """``[group]`` sections of ``name = value`` lines, read line by line: a line that is
+    neither is said (with its number) and the others still count."""
+    text = _read_text(path, errors)
     if text is None:
         return []
-    parser = configparser.ConfigParser(delimiters=("=",), interpolation=None, strict=False)
-    parser.optionxform = str  # type: ignore[assignment,method-assign]
-    try:
-        parser.read_string(text)
-    except configparser.Error:
-        return []
-    return [EntryPoint(group, name.strip(), value.strip(), str(path)) for group in parser.sections() for name, value in parser.items(group)]
+    points: list[EntryPoint] = []
+    group: str | None = None
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith(("#", ";")):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line[1:-1].strip()
+            continue
+        name, sep, value = (part.strip() for part in line.partition("="))
+        if group and sep and name and value and "=" not in value:
+            points.append(EntryPoint(group, name, value, str(path)))
+            continue
+        why = "outside a [group] section" if not group else "not 'name = module:function'"
+        errors.append(FileError(str(path), f"line {number}: {why}; that entry point is not read"))
+    return points
 
 
-def _pyproject(path: Path) -> tuple[Distribution | None, list[EntryPoint]]:
-    text = _read_text(path)
+def _pyproject(path: Path, errors: list[FileError]) -> tuple[Distribution | None, list[EntryPoint]]:
+    text = _read_text(path, errors)
     if text is None:
         return None, []
     try:
         data = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, ValueError):
+    except (tomllib.TOMLDecodeError, ValueError) as exc:
+        errors.append(FileError(str(path), f"not valid TOML ({exc}); its entry points are not read"))
         return None, []
     project = data.get("project")
+    if project is None:
+        return None, []
     if not isinstance(project, dict):
+        errors.append(FileError(str(path), "[project] is not a table; its entry points are not read"))
         return None, []
     name, version = project.get("name"), project.get("version")
     dist = Distribution(name, version, str(path)) if isinstance(name, str) and isinstance(version, str) else None
     points: list[EntryPoint] = []
-    groups = project.get("entry-points")
-    if isinstance(groups, dict):
-        for group, entries in groups.items():
-            if isinstance(entries, dict):
-                points.extend(EntryPoint(group, n, v, str(path)) for n, v in entries.items() if isinstance(v, str))
+    groups = project.get("entry-points", {})
+    if not isinstance(groups, dict):
+        errors.append(FileError(str(path), "project.entry-points is not a table; its entry points are not read"))
+        return dist, points
+    for group, entries in groups.items():
+        if not isinstance(entries, dict):
+            errors.append(FileError(str(path), f"project.entry-points.{group} is not a table; it is not read"))
+            continue
+        for n, v in entries.items():
+            if isinstance(v, str):
+                points.append(EntryPoint(group, n, v, str(path)))
+            else:
+                errors.append(FileError(str(path), f"project.entry-points.{group}.{n} is not a string; it is not read"))
     return dist, points
 
 
-def _setup_py(path: Path) -> tuple[Distribution | None, list[EntryPoint]]:
-    """``setup(name=..., version=..., entry_points={...})`` with literal values."""
-    text = _read_text(path)
+def _setup_py(path: Path, errors: list[FileError]) -> tuple[Distribution | None, list[EntryPoint]]:
+    """``setup(name=..., version=..., entry_points={...})`` with literal values (computed ones are
+    not errors: they cannot be read without running the file)."""
+    text = _read_text(path, errors)
     if text is None:
         return None, []
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
+    except SyntaxError as exc:
+        errors.append(FileError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}; its entry points are not read"))
+        return None, []
+    except (ValueError, RecursionError) as exc:
+        errors.append(FileError(str(path), f"cannot be parsed ({type(exc).__name__}); its entry points are not read"))
         return None, []
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", getattr(n.func, "attr", "")) == "setup"]
     if not calls:
@@ -189,15 +233,19 @@ def _setup_py(path: Path) -> tuple[Distribution | None, list[EntryPoint]]:
     if isinstance(groups, dict):
         for group, entries in groups.items():
             for entry in [entries] if isinstance(entries, str) else entries if isinstance(entries, (list, tuple)) else []:
-                if isinstance(entry, str) and "=" in entry:
-                    n, _, v = entry.partition("=")
-                    points.append(EntryPoint(str(group), n.strip(), v.strip(), str(path)))
+                n, sep, v = (part.strip() for part in entry.partition("=")) if isinstance(entry, str) else ("", "", "")
+                if sep and n and v and "=" not in v:
+                    points.append(EntryPoint(str(group), n, v, str(path)))
+                else:
+                    errors.append(FileError(str(path), f"entry point {entry!r} in {group} is not 'name = module:function'; it is not read"))
     return dist, points
 
 
-def read_distribution(root: Path) -> tuple[Distribution | None, list[EntryPoint]]:
+def read_distribution(root: Path, errors: list[FileError] | None = None) -> tuple[Distribution | None, list[EntryPoint]]:
     """The distribution that ships the package folder ``root``, and its entry points: installed
-    or unpacked metadata beside the package first, then the project files of a source tree."""
+    or unpacked metadata beside the package first, then the project files of a source tree.
+    What could not be read is added to ``errors``."""
+    errors = errors if errors is not None else []
     package, parent = root.name, root.parent
     try:
         infos = sorted(p for p in parent.iterdir() if p.suffix in (".dist-info", ".egg-info") and p.is_dir())
@@ -210,19 +258,24 @@ def read_distribution(root: Path) -> tuple[Distribution | None, list[EntryPoint]
         metadata = info / ("METADATA" if (info / "METADATA").is_file() else "PKG-INFO")
         text = _read_text(metadata)
         fields = _metadata_fields(text) if text else None
-        return (Distribution(fields[0], fields[1], str(metadata)) if fields else None), _entry_points_txt(info / "entry_points.txt")
+        return (Distribution(fields[0], fields[1], str(metadata)) if fields else None), _entry_points_txt(info / "entry_points.txt", errors)
     dist: Distribution | None = None
     points: list[EntryPoint] = []
     pkg_info = _read_text(project / "PKG-INFO")
     if pkg_info is not None and (fields := _metadata_fields(pkg_info)):
         dist = Distribution(fields[0], fields[1], str(project / "PKG-INFO"))
     for reader, filename in ((_pyproject, "pyproject.toml"), (_setup_py, "setup.py")):
-        found, found_points = reader(project / filename)
+        found, found_points = reader(project / filename, errors)
         dist = dist or found
         points = points or found_points
     return dist, points
 
 
 def read_plugin(root: Path) -> PluginPackage:
-    dist, points = read_distribution(root)
-    return PluginPackage(root.name, root, dist, tuple(points))
+    errors: list[FileError] = []
+    dist, points = read_distribution(root, errors)
+    by_path: dict[str, list[str]] = {}
+    for error in errors:
+        by_path.setdefault(error.path, []).append(error.message)
+    merged = tuple(FileError(path, "; ".join(dict.fromkeys(messages))) for path, messages in by_path.items())
+    return PluginPackage(root.name, root, dist, tuple(points), merged)

@@ -335,3 +335,27 @@ def test_fix_apply_with_a_release_writes_the_plugin_and_never_the_cached_release
     refused = fix("vllm/model_executor/models/wrapper.py")
     assert refused.returncode == 2 and "--apply would edit the cached copy of the release" in refused.stderr
     assert {p: p.read_bytes() for p in release.rglob("*.py")} == before
+
+
+def test_packaging_files_that_cannot_be_read_are_named_and_the_rest_still_counts(tmp_path: Path) -> None:
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    (plugin / "pyproject.toml").write_text("[project\nname = 'x'\n")
+    done = run_cli("check", plugin, "--engine-root", VLLM_ENGINE)
+    assert done.returncode == 2
+    assert f"{plugin / 'pyproject.toml'}: error: not valid TOML" in done.stderr
+    assert "E3L021" in done.stdout  # the registrations are read from the code all the same
+
+    # entry_points.txt: a bad line is said with its number, the good one is kept.
+    from eagle3lint.plugins import read_plugin
+
+    info = plugin / "vllm_fixture_plugin-0.3.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Name: vllm-fixture-plugin\nVersion: 0.3.1\n")
+    (info / "top_level.txt").write_text("vllm_fixture_plugin\n")
+    (info / "entry_points.txt").write_text("\ufeff[vllm.general_plugins]\nfixture_models = vllm_fixture_plugin:register\nbroken\n")
+    read = read_plugin(plugin / "vllm_fixture_plugin")
+    assert [(e.group, e.name) for e in read.entry_points] == [("vllm.general_plugins", "fixture_models")]
+    assert [(Path(e.path).name, e.message) for e in read.errors] == [
+        ("entry_points.txt", "line 3: not 'name = module:function'; that entry point is not read")
+    ]
