@@ -251,15 +251,24 @@ class AuxNotHandedOff(Rule):
             name, unpacked = forward.facts.aux_unpacks[0]
             lines = [line for line, _ in forward.facts.logits_calls]
             module = ctx.index.module(forward.owner.module)
+            own = forward.owner == model.ref
+            # An inherited forward: the finding is the subclass's (at its class), pointing at the
+            # forward, so that each broken class reads as one line of its own.
+            runs = "" if own else f"`{model.summary.name}` runs `{forward.owner.qualname}.forward`, which "
+            subject = f"`{forward.owner.qualname}.forward` " if own else ""
             finding = ctx.finding(
                 AuxNotHandedOff, model, "forward",
-                f"`{forward.owner.qualname}.forward` unpacks `{name}` (line {unpacked}) but never passes it to "
+                f"{runs}{subject}unpacks `{name}` (line {unpacked}) but never passes it to "
                 f"`{spec.logits_call}` (line{'s' if len(lines) > 1 else ''} {', '.join(map(str, lines))}): the logits "
                 "processor falls back to the final hidden state and acceptance collapses to about 1, with no error",
                 [],
-                path=module.path if module else None, line=forward.function.lineno, column=forward.function.col + 1,
+                path=module.path if module and own else None,
+                line=forward.function.lineno if own else None,
+                column=forward.function.col + 1 if own else None,
                 data={"owner": str(forward.owner), "owner_ref": [forward.owner.module, forward.owner.qualname], "aux": name, "calls": lines},
             )
+            if not own:
+                finding.related = _where(ctx, forward.owner, forward.function.lineno, f"`{forward.owner.qualname}.forward`")
             yield finding
 
 
