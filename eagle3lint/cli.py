@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from eagle3lint.engine import Engine
     from eagle3lint.plugins import PluginPackage
     from eagle3lint.result import CheckResult
-from eagle3lint.report.paths import display_path
+from eagle3lint.report.paths import line_path
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -60,7 +60,7 @@ def resolve_engine(
         scope = [p if p.is_absolute() or (not (base / p).exists() and p.exists()) else base / p for p in paths] or [package_root]
         for p in scope:
             if not p.exists():
-                raise UsageError(f"{display_path(str(p))}: no such file or folder in {release}")
+                raise UsageError(f"{line_path(str(p))}: no such file or folder in {release}")
         found = discover_engine([], engine=name, engine_root=package_root)
     else:
         try:
@@ -98,7 +98,7 @@ def _engine_for_plugins(scope: list[Path], engine: str | None) -> Engine | None:
     if found is None:
         names = " or ".join(wanted)
         raise UsageError(
-            f"{display_path(str(scope[0]))}: a plugin package for {names}, and no {names} tree to check it against: "
+            f"{line_path(str(scope[0]))}: a plugin package for {names}, and no {names} tree to check it against: "
             f"give --engine-root, or --release {wanted[0]}==VERSION"
         )
     return engine_at(*found)
@@ -123,7 +123,7 @@ def _plugins_outside(found: Engine, scope: list[Path], extra_models: list[Path],
         if not roots:
             where = release or str(found.root)
             raise UsageError(
-                f"{display_path(str(path))}: not inside the {found.name} tree being checked ({where}), and no Python package to read as a plugin"
+                f"{line_path(str(path))}: not inside the {found.name} tree being checked ({where}), and no Python package to read as a plugin"
             )
         for package in roots:
             plugins.setdefault(package, read_plugin(package))
@@ -244,7 +244,7 @@ def check(
 
         scope, widening = widen_for_call_site_changes(found, scope)
         for path in widening:
-            click.echo(f"eagle3lint: {display_path(str(path))} touches the engine's EAGLE-3 calls; checking every model", err=True)
+            click.echo(f"eagle3lint: {line_path(str(path))} touches the engine's EAGLE-3 calls; checking every model", err=True)
     result = run_check(
         found,
         scope,
@@ -258,7 +258,7 @@ def check(
         with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
     )
     for error in result.errors:
-        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
     _refuse_empty_scope(result, scope if paths else [])
     if write_baseline_file is not None:
         from eagle3lint.baseline import write_baseline
@@ -281,7 +281,7 @@ def _refuse_empty_scope(result: CheckResult, scope: list[Path]) -> None:
     empty = [p for p in scope if p.is_dir() and not any(m.in_scope([p]) for m in result.models)]
     if not empty:
         return
-    where = ", ".join(display_path(str(p)) for p in empty)
+    where = ", ".join(line_path(str(p)) for p in empty)
     plugins = " (read as a plugin: no registration, entry point or EntryClass names a model class in it)" if result.engine.plugins else ""
     click.echo(
         f"eagle3lint: error: no model classes found under {where}{plugins}; give the engine's models folder, "
@@ -303,7 +303,7 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
         except UsageError:
             continue
         if other.name != engine:
-            raise UsageError(f"{display_path(str(path))}: in a {other.name} tree, not {engine} (--engine / engine =)")
+            raise UsageError(f"{line_path(str(path))}: in a {other.name} tree, not {engine} (--engine / engine =)")
 
 
 def _validate_codes(codes: list[str]) -> None:
@@ -344,7 +344,7 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
     else:
         write_contract_text(result, sys.stdout)
     for error in result.errors:
-        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
     sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
 
 
@@ -376,7 +376,7 @@ def models(
     # Each model's fix applicability comes from its findings' fixes.
     result = run_check(found, scope, settings=settings, use_cache=not no_cache, with_fixes=True)
     for error in result.errors:
-        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
     _refuse_empty_scope(result, scope if paths else [])
     writer = {"table": matrix.write_table, "json": matrix.write_json, "markdown": matrix.write_markdown}[output_format]
     writer(result, sys.stdout)

@@ -46,6 +46,20 @@ def odd_tree(tmp_path: Path) -> Path:
     return tree
 
 
+def test_a_file_name_with_a_newline_stays_one_line_in_line_formats(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    shutil.copytree(FIXTURES / "sglang_basic", tree)
+    source = (tree / "sglang/srt/models/missing.py").read_bytes().replace(b"Missing", b"NewlineName")
+    (tree / "sglang/srt/models/odd\nname.py").write_bytes(source)
+    for output_format in ("concise", "full"):
+        done = _run("check", ".", "--format", output_format, cwd=tree)
+        _quiet(done.stderr)
+        lines = [line for line in done.stdout.splitlines() if b"NewlineName" in line and b"E3L" in line]
+        assert lines and all(line.startswith(b"sglang/srt/models/odd\\nname.py:") for line in lines), done.stdout
+    data = json.loads(_run("check", ".", "--format", "json", cwd=tree).stdout)
+    assert any(f["path"].endswith("odd\nname.py") for f in data["findings"])  # JSON keeps the real name
+
+
 # ---- names that are not UTF-8 ---------------------------------------------------------------
 
 

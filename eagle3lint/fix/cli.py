@@ -30,7 +30,7 @@ from eagle3lint.cli import (
 )
 from eagle3lint.errors import UsageError
 from eagle3lint.fix.planner import finding_key
-from eagle3lint.report.paths import display_path
+from eagle3lint.report.paths import line_path
 from eagle3lint.verify.cli import optional_verify_run_options
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -142,7 +142,7 @@ def fix(
         need_index=True,
     )
     for error in result.errors:
-        click.echo(f"{display_path(error.path)}: error: {error.message}", err=True)
+        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
     outcome = prepare_fixes(result, scope, selected or None, ignored or None, unsafe_fixes=unsafe_fixes)
     if apply_fixes and release:
         # A plugin's files are the user's to edit; the release's are a shared download.
@@ -153,18 +153,18 @@ def fix(
     status = EXIT_ERROR if result.errors else EXIT_CLEAN
     for rejection in outcome.rejections:
         f = rejection.fix.finding
-        click.echo(f"{display_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
+        click.echo(f"{line_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
     base_note = ""
     if apply_fixes:
         from eagle3lint.fix.write import remove_stale_temp_files
 
         # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written.
         for stale in remove_stale_temp_files({os.path.dirname(os.path.abspath(p)) for p in outcome.changes}):
-            click.echo(f"{display_path(stale)}: removed (a temporary file an interrupted fix left)", err=True)
+            click.echo(f"{line_path(stale)}: removed (a temporary file an interrupted fix left)", err=True)
         problems = write_changes(outcome)
         for path, problem in problems.items():
             if problem:
-                click.echo(f"{display_path(path)}: not written: {problem}", err=True)
+                click.echo(f"{line_path(path)}: not written: {problem}", err=True)
                 status = EXIT_ERROR
         written = [p for p, problem in problems.items() if problem is None]
         unwritten = [p for p, problem in problems.items() if problem is not None]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
-from eagle3lint.report.paths import display_path
+from eagle3lint.report.paths import line_path
 from eagle3lint.verdicts import status_counts
 
 if TYPE_CHECKING:
@@ -46,7 +46,7 @@ def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> No
     for finding in result.findings:
         variant = f" [{finding.variant}]" if finding.variant else ""
         out.write(
-            f"{display_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
+            f"{line_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
             f"{finding.code}{variant} {finding.message}\n"
         )
     if verbose:
@@ -59,14 +59,14 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     root = result.engine.source_root
     for plugin in result.engine.plugins:
         points = "; ".join(f"{e.group}: {e.name} = {e.value}" for e in plugin.entry_points if e.group in result.engine.pack.plugin_groups)
-        out.write(f"  plugin        {plugin.label} ({display_path(str(plugin.root), fallback_root=root)}): {points or 'no entry point for this engine'}\n")
+        out.write(f"  plugin        {plugin.label} ({line_path(str(plugin.root), fallback_root=root)}): {points or 'no entry point for this engine'}\n")
     for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         verdict = f"; {model.status}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
         origin = f"; {model.origin}" if model.origin else ""
         out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}\n")
     for entry in result.unresolved:
-        out.write(f"  unresolved    {entry.name} in {display_path(entry.path, fallback_root=root)}: {entry.reason}\n")
+        out.write(f"  unresolved    {entry.name} in {line_path(entry.path, fallback_root=root)}: {entry.reason}\n")
     for note in result.notes:
         out.write(f"  note: {note}\n")
     counts = status_counts(result.models)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.report.concise import summary_line, write_model_listing
-from eagle3lint.report.paths import display_path
+from eagle3lint.report.paths import line_path
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -37,7 +37,7 @@ class SourceLines:
 def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Path) -> None:
     variant = f" [{finding.variant}]" if finding.variant else ""
     out.write(
-        f"{display_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
+        f"{line_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
         f"{finding.code}{variant} {finding.message}\n"
     )
     text = sources.line(finding.path, finding.line)
@@ -48,7 +48,7 @@ def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Pat
     if finding.related:
         out.write("  = engine call sites:\n")
         for site in finding.related:
-            out.write(f"      {display_path(site.path, fallback_root=root)}:{site.line}: {site.message}\n")
+            out.write(f"      {line_path(site.path, fallback_root=root)}:{site.line}: {site.message}\n")
     if finding.fix is not None:
         out.write(f"  = fix ({finding.fix.applicability}): {finding.fix.description}\n")
         for line in finding.fix.diff.splitlines():

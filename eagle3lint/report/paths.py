@@ -20,6 +20,15 @@ def display_path(path: str, base: Path | None = None, fallback_root: Path | None
     return path
 
 
+_CONTROL = {c: f"\\x{c:02x}" for c in range(32)} | {ord("\n"): "\\n", ord("\r"): "\\r", ord("\t"): "\\t", 127: "\\x7f"}
+
+
+def line_path(path: str, base: Path | None = None, fallback_root: Path | None = None) -> str:
+    """``display_path`` for a line of text: a name holding a newline or another control
+    character (a hostile file name) shows it escaped, so that one finding stays one line."""
+    return display_path(path, base, fallback_root).translate(_CONTROL)
+
+
 def git_toplevel(path: Path) -> Path | None:
     """The work tree holding ``path`` (a ``.git`` folder, or a file in worktrees and submodules),
     found by walking up: no ``git`` process is started."""
