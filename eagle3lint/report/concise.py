@@ -60,7 +60,10 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     for plugin in result.engine.plugins:
         points = "; ".join(f"{e.group}: {e.name} = {e.value}" for e in plugin.entry_points if e.group in result.engine.pack.plugin_groups)
         out.write(f"  plugin        {plugin.label} ({line_path(str(plugin.root), fallback_root=root)}): {points or 'no entry point for this engine'}\n")
-    for model in sorted(result.models, key=lambda m: (m.path, m.summary.lineno)):
+    # The classes the run reports on; the engine's others (a plugin's run reads the engine's
+    # registry too) are counted in one line, not listed.
+    shown = [m for m in result.models if not result.scope or m.in_scope(result.scope)]
+    for model in sorted(shown, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         verdict = f"; {model.status}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
         origin = f"; {model.origin}" if model.origin else ""
@@ -69,6 +72,9 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
         out.write(f"  unresolved    {entry.name} in {line_path(entry.path, fallback_root=root)}: {entry.reason}\n")
     for note in result.notes:
         out.write(f"  note: {note}\n")
-    counts = status_counts(result.models)
+    if len(shown) < len(result.models):
+        more = len(result.models) - len(shown)
+        out.write(f"  outside       {more} more model class{'es' if more != 1 else ''} read for the analysis, outside the reporting scope\n")
+    counts = status_counts(shown)
     if any(counts.values()):
         out.write("  verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items()) + "\n")
