@@ -37,6 +37,8 @@ def read_source(path: str) -> bytes | FileError:
         with open(path, "rb") as handle:
             return handle.read()
     except FileNotFoundError:
+        if os.path.islink(path):
+            return FileError(path, "is a broken symbolic link")
         return FileError(path, "file vanished before it could be read")
     except IsADirectoryError:
         return FileError(path, "is a directory, not a Python file")

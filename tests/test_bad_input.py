@@ -232,3 +232,13 @@ def test_ctrl_c_during_a_cold_check_exits_130_and_leaves_no_worker(tmp_path: Pat
     while (left := [pid for pid in children if Path(f"/proc/{pid}").exists()]) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert left == []
+
+
+def test_a_broken_symbolic_link_is_said_to_be_one(tmp_path: Path) -> None:
+    from eagle3lint.findings import FileError
+    from eagle3lint.sources import read_source
+
+    link = tmp_path / "gone.py"
+    link.symlink_to(tmp_path / "nowhere.py")
+    result = read_source(str(link))
+    assert isinstance(result, FileError) and result.message == "is a broken symbolic link"
