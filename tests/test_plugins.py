@@ -158,11 +158,32 @@ def test_the_engine_own_metadata_gives_its_version(tmp_path: Path) -> None:
     assert (engine.version, engine.label, engine.fork) == ("0.5.9", "sglang 0.5.9", None)
 
 
+def _plugin_copy(tmp_path: Path, models: dict[str, str] | None = None, registrations: dict[str, str] | None = None) -> Path:
+    """A copy of the vLLM plugin fixture with more model files and ``register_model`` calls
+    (architecture -> "module:Class") in its entry point's function."""
+    plugin = tmp_path / "plugin"
+    shutil.copytree(VLLM_PLUGIN, plugin)
+    for name, text in (models or {}).items():
+        (plugin / "vllm_fixture_plugin" / "models" / name).write_text(text)
+    init = plugin / "vllm_fixture_plugin" / "__init__.py"
+    lines = "".join(f'    ModelRegistry.register_model("{arch}", "{target}")\n' for arch, target in (registrations or {}).items())
+    init.write_text(init.read_text() + lines)
+    return plugin
+
+
 def _plugin_with_chain_reads(tmp_path: Path) -> Path:
     """The vLLM plugin fixture plus a proposer that shares the target's embedding the way
     vllm-ascend 0.11.0 does, and a registered wrapper that keeps its decoder elsewhere."""
-    plugin = tmp_path / "plugin"
-    shutil.copytree(VLLM_PLUGIN, plugin)
+    plugin = _plugin_copy(
+        tmp_path,
+        models={
+            "textwrap.py": "from vllm.model_executor.models.wrapper import WrapperForConditionalGeneration\n"
+            "\n\n"
+            "class TextWrapperForConditionalGeneration(WrapperForConditionalGeneration):\n"
+            '    """Supported upstream; its decoder is at self.language_model: no self.model."""\n'
+        },
+        registrations={"TextWrap": "vllm_fixture_plugin.models.textwrap:TextWrapperForConditionalGeneration"},
+    )
     proposer = plugin / "vllm_fixture_plugin" / "spec_decode" / "proposer.py"
     proposer.write_text(
         proposer.read_text()
@@ -174,17 +195,6 @@ def _plugin_with_chain_reads(tmp_path: Path) -> Path:
         + "        if hasattr(model, 'model'):\n"
         + "            self.embed = model.model.embed_tokens\n"  # guarded: a fallback
         + "        return self.model.model.embed_tokens.weight\n"  # self.model is the draft
-    )
-    (plugin / "vllm_fixture_plugin" / "models" / "textwrap.py").write_text(
-        "from vllm.model_executor.models.wrapper import WrapperForConditionalGeneration\n"
-        "\n\n"
-        "class TextWrapperForConditionalGeneration(WrapperForConditionalGeneration):\n"
-        '    """Supported upstream; its decoder is at self.language_model: no self.model."""\n'
-    )
-    init = plugin / "vllm_fixture_plugin" / "__init__.py"
-    init.write_text(
-        init.read_text()
-        + '    ModelRegistry.register_model("TextWrap", "vllm_fixture_plugin.models.textwrap:TextWrapperForConditionalGeneration")\n'
     )
     return plugin
 
@@ -265,13 +275,10 @@ def test_a_plugin_class_named_like_the_engine_class_it_derives_from(tmp_path: Pa
 
 
 def test_keyword_registrations_are_read(tmp_path: Path) -> None:
-    plugin = tmp_path / "plugin"
-    shutil.copytree(VLLM_PLUGIN, plugin)
+    plugin = _plugin_copy(tmp_path)
     init = plugin / "vllm_fixture_plugin" / "__init__.py"
-    init.write_text(
-        init.read_text()
-        + '    ModelRegistry.register_model(model_arch="KwArch", model_cls="vllm_fixture_plugin.models.derived:DerivedForCausalLM")\n'
-    )
+    keywords = 'model_arch="KwArch", model_cls="vllm_fixture_plugin.models.derived:DerivedForCausalLM"'
+    init.write_text(init.read_text() + f"    ModelRegistry.register_model({keywords})\n")
     _, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
     assert _models(report)["DerivedForCausalLM"]["architectures"] == ["FixtureDerivedForCausalLM", "KwArch"]
 
@@ -301,25 +308,27 @@ def test_fix_apply_with_a_release_writes_the_plugin_and_never_the_cached_release
     release = cache / "releases" / "vllm-0.99.0"
     shutil.copytree(VLLM_ENGINE, release / "vllm")
     (release / _COMPLETE).write_text("vllm==0.99.0\n")
-    plugin = tmp_path / "plugin"
-    shutil.copytree(VLLM_PLUGIN, plugin)
-    (plugin / "vllm_fixture_plugin" / "models" / "undeclared.py").write_text(
-        "from torch import nn\n"
-        "\n"
-        "from vllm.model_executor.models.interfaces import SupportsMultiModal\n"
-        "from vllm.model_executor.models.utils import init_vllm_registered_model\n"
-        "\n\n"
-        "class PluginWrapperForConditionalGeneration(nn.Module, SupportsMultiModal):\n"
-        "    def __init__(self, *, vllm_config, prefix=''):\n"
-        "        super().__init__()\n"
-        "        with self._mark_language_model(vllm_config):\n"
-        "            self.language_model = init_vllm_registered_model(\n"
-        "                vllm_config=vllm_config, hf_config=vllm_config.hf_config.text_config,\n"
-        "                prefix='language_model', architectures=['FixtureDerivedForCausalLM'],\n"
-        "            )\n"
+    plugin = _plugin_copy(
+        tmp_path,
+        models={
+            "undeclared.py": (
+                "from torch import nn\n"
+                "\n"
+                "from vllm.model_executor.models.interfaces import SupportsMultiModal\n"
+                "from vllm.model_executor.models.utils import init_vllm_registered_model\n"
+                "\n\n"
+                "class PluginWrapperForConditionalGeneration(nn.Module, SupportsMultiModal):\n"
+                "    def __init__(self, *, vllm_config, prefix=''):\n"
+                "        super().__init__()\n"
+                "        with self._mark_language_model(vllm_config):\n"
+                "            self.language_model = init_vllm_registered_model(\n"
+                "                vllm_config=vllm_config, hf_config=vllm_config.hf_config.text_config,\n"
+                "                prefix='language_model', architectures=['FixtureDerivedForCausalLM'],\n"
+                "            )\n"
+            )
+        },
+        registrations={"PW": "vllm_fixture_plugin.models.undeclared:PluginWrapperForConditionalGeneration"},
     )
-    init = plugin / "vllm_fixture_plugin" / "__init__.py"
-    init.write_text(init.read_text() + '    ModelRegistry.register_model("PW", "vllm_fixture_plugin.models.undeclared:PluginWrapperForConditionalGeneration")\n')
     env = {**os.environ, "EAGLE3LINT_CACHE_DIR": str(cache)}
 
     def fix(*args: str | Path) -> subprocess.CompletedProcess[str]:
