@@ -55,7 +55,8 @@ def _fold(node: ast.expr, names: dict[str, str]) -> str | None:
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
-        return names.get(node.id)
+        bound = names.get(node.id)
+        return None if bound is None or bound.startswith(_MODULE) else bound
     if isinstance(node, ast.JoinedStr):
         parts = []
         for value in node.values:
@@ -86,17 +87,29 @@ def _dotted(node: ast.expr) -> str | None:
     return None
 
 
+# A local name bound to ``import_module("m")`` holds this prefix and the module's name: never an
+# architecture or a "module:Class" target itself.
+_MODULE = "\0module="
+
+
+def _imported_module(node: ast.expr, names: dict[str, str]) -> str | None:
+    """``import_module("m")`` -> "m"."""
+    if not isinstance(node, ast.Call) or not node.args or (_dotted(node.func) or "").rsplit(".", 1)[-1] != "import_module":
+        return None
+    module = _fold(node.args[0], names)
+    return module if module and not module.startswith(_MODULE) else None
+
+
 def _imported_class(node: ast.expr, names: dict[str, str]) -> str | None:
-    """``getattr(import_module("m"), "C")`` -> "m:C"."""
+    """``getattr(import_module("m"), "C")``, or ``getattr(mod, "C")`` after
+    ``mod = import_module("m")`` -> "m:C"."""
     if not (isinstance(node, ast.Call) and _dotted(node.func) == "getattr" and len(node.args) >= 2):
         return None
     inner, attr = node.args[0], _fold(node.args[1], names)
-    if attr is None or not isinstance(inner, ast.Call) or not inner.args:
+    if attr is None:
         return None
-    func = _dotted(inner.func) or ""
-    if func.rsplit(".", 1)[-1] != "import_module":
-        return None
-    module = _fold(inner.args[0], names)
+    bound = names.get(inner.id, "") if isinstance(inner, ast.Name) else ""
+    module = bound[len(_MODULE) :] if bound.startswith(_MODULE) else _imported_module(inner, names)
     return f"{module}:{attr}" if module else None
 
 
@@ -170,7 +183,9 @@ class _Reader:
             if isinstance(stmt, ast.Assign):
                 self.assign(stmt, local, function)
             if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 and isinstance(stmt.targets[0], ast.Name):
-                value = _fold(stmt.value, {**self.constants, **local}) or _imported_class(stmt.value, {**self.constants, **local})
+                names = {**self.constants, **local}
+                module = _imported_module(stmt.value, names)
+                value = _MODULE + module if module else _fold(stmt.value, names) or _imported_class(stmt.value, names)
                 if value is not None:
                     local[stmt.targets[0].id] = value
             if isinstance(stmt, (ast.For, ast.AsyncFor)) and isinstance(stmt.target, ast.Name) and isinstance(stmt.iter, (ast.Tuple, ast.List, ast.Set)):

@@ -368,3 +368,18 @@ def test_packaging_files_that_cannot_be_read_are_named_and_the_rest_still_counts
     assert [(Path(e.path).name, e.message) for e in read.errors] == [
         ("entry_points.txt", "line 3: not 'name = module:function'; that entry point is not read")
     ]
+
+
+def test_a_class_registered_through_a_module_bound_by_import_module(tmp_path: Path) -> None:
+    # vllm-plugin-meralion2's shape: mod = import_module("pkg.m"); cls = getattr(mod, "C").
+    plugin = _plugin_copy(tmp_path)
+    init = plugin / "vllm_fixture_plugin" / "__init__.py"
+    init.write_text(
+        init.read_text()
+        + "    from importlib import import_module\n"
+        + '    module = import_module("vllm_fixture_plugin.models.derived")\n'
+        + '    derived = getattr(module, "DerivedForCausalLM")\n'
+        + '    ModelRegistry.register_model("ViaImportModule", derived)\n'
+    )
+    _, report = run_json("check", plugin, "--engine-root", VLLM_ENGINE)
+    assert "ViaImportModule" in _models(report)["DerivedForCausalLM"]["architectures"]
