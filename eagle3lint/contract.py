@@ -400,26 +400,11 @@ class _SiteCollector:
                     break
                 current = current.value
             else:
-                receiver = ast.unparse(current)
                 assert spec.receiver is not None
-                if not spec.receiver.search(_normalize_receiver(receiver)):
-                    continue
-                guards = [self.guard_for(name, ctx) for name in (spec.name, *links)]
-                guard = next((g for g in guards if g != "none"), "none")
-                self.sites.append(
-                    ContractSite(
-                        member=spec.name,
-                        path=self.rel_path,
-                        line=node.lineno,
-                        column=node.col_offset + 1 + self.indent,
-                        function=ctx.function,
-                        receiver=receiver,
-                        access="load",
-                        role=spec.role,
-                        guard=guard,
-                        branch=self.branch_for(ctx),
-                    )
-                )
+                # A hasattr on any link (or an enclosing except) makes the read optional.
+                guards = (self.guard_for(name, ctx) for name in (spec.name, *links))
+                guard = next((g for g in guards if g != "none"), None)
+                self.site(spec.name, current, node, "load", ctx, forced_guard=guard, receivers=spec.receiver)
 
     def site(
         self,
@@ -430,10 +415,11 @@ class _SiteCollector:
         ctx: _Context,
         call: ast.Call | None = None,
         forced_guard: str | None = None,
+        receivers: re.Pattern[str] | None = None,
     ) -> None:
         receiver = ast.unparse(receiver_node)
         normalized = _normalize_receiver(receiver)
-        if not self.pack.model_receiver.search(normalized):
+        if not (receivers or self.pack.model_receiver).search(normalized):
             return
         guard = forced_guard or self.guard_for(member, ctx)
         positional = 0

@@ -327,10 +327,10 @@ def _evaluate(
 
         findings, baselined = filter_new(findings, read_baseline(baseline_path), engine)
     # A file both the contract scan and the index read is reported once.
-    errors = sorted({*contract.errors, *index.errors.values()}, key=lambda e: (e.path, e.message))
-    errors = [e for e in errors if in_scope(e.path, scope) or _is_engine_file(e.path, engine)]
+    read = {e for e in {*contract.errors, *index.errors.values()} if in_scope(e.path, scope) or _is_engine_file(e.path, engine)}
     # The packaging of a plugin being checked, wherever its project files are.
-    errors = sorted({*errors, *(e for plugin in engine.plugins for e in plugin.errors)}, key=lambda e: (e.path, e.message))
+    packaging = {e for plugin in engine.plugins for e in plugin.errors}
+    errors = sorted(read | packaging, key=lambda e: (e.path, e.message))
     return CheckResult(
         engine, contract, findings, errors, models, unresolved, ctx.notes, index,
         suppressed=len(outcome.suppressed), baselined=baselined, scope=scope,

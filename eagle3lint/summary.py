@@ -10,7 +10,7 @@ that of parsing alone.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -512,7 +512,8 @@ def _summarize_function(
     return summary, assigns
 
 
-def _super_init_args(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str | None, ...], dict[str, str]] | None:
+def _super_init_calls(node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[ast.Call]:
+    """``super(...).__init__(...)`` calls that are statements of the body, in order."""
     for stmt in node.body:
         call = stmt.value if isinstance(stmt, ast.Expr) else None
         if (
@@ -522,26 +523,23 @@ def _super_init_args(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tupl
             and isinstance(call.func.value, ast.Call)
             and dotted(call.func.value.func) == "super"
         ):
-            if any(isinstance(a, ast.Starred) for a in call.args):
-                return (), {}  # it runs, with arguments that cannot be followed
-            positional = tuple(dotted(a) if isinstance(a, (ast.Name, ast.Attribute)) else None for a in call.args)
-            keywords = {k.arg: name for k in call.keywords if k.arg and (name := dotted(k.value)) is not None}
-            return positional, keywords
+            yield call
+
+
+def _super_init_args(node: ast.FunctionDef | ast.AsyncFunctionDef) -> tuple[tuple[str | None, ...], dict[str, str]] | None:
+    for call in _super_init_calls(node):
+        if any(isinstance(a, ast.Starred) for a in call.args):
+            return (), {}  # it runs, with arguments that cannot be followed
+        positional = tuple(dotted(a) if isinstance(a, (ast.Name, ast.Attribute)) else None for a in call.args)
+        keywords = {k.arg: name for k in call.keywords if k.arg and (name := dotted(k.value)) is not None}
+        return positional, keywords
     return None
 
 
 def _super_skip(node: ast.FunctionDef | ast.AsyncFunctionDef) -> str | None:
     """``super(X, self).__init__(...)`` as a statement of the body: X (its ``__init__`` is skipped)."""
-    for stmt in node.body:
-        call = stmt.value if isinstance(stmt, ast.Expr) else None
-        if (
-            isinstance(call, ast.Call)
-            and isinstance(call.func, ast.Attribute)
-            and call.func.attr == "__init__"
-            and isinstance(call.func.value, ast.Call)
-            and dotted(call.func.value.func) == "super"
-            and call.func.value.args
-        ):
+    for call in _super_init_calls(node):
+        if isinstance(call.func, ast.Attribute) and isinstance(call.func.value, ast.Call) and call.func.value.args:
             return dotted(call.func.value.args[0])
     return None
 

@@ -137,16 +137,25 @@ def _construction_names(index: ProjectIndex, ref: ClassRef, attr: str) -> list[s
     return names or None
 
 
+def _leaf_start(pattern: str, finding: Finding, env: FixEnv) -> tuple[TemplateSet, ModelClass, str] | None:
+    """A leaf pattern's template, the finding's model and the decoder attribute, when the
+    template answers the member the finding names."""
+    template = env.template(pattern)
+    model = env.model_for(finding)
+    if template is None or model is None or finding.method not in template.setting("members", []):
+        return None
+    return template, model, template.setting("decoder_attribute", "model")
+
+
 class LeafEmbedHead(FixPattern):
     name = "leaf-embed-head"
     codes = ("E3L001",)
 
     def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
-        template = env.template(self.name)
-        model = env.model_for(finding)
-        if template is None or model is None or finding.method not in template.setting("members", []):
+        start = _leaf_start(self.name, finding, env)
+        if start is None:
             return None
-        decoder = template.setting("decoder_attribute", "model")
+        template, model, decoder = start
         embedding = template.setting("embedding_attribute", "embed_tokens")
         head = template.setting("head_attribute", "lm_head")
         index = env.index
@@ -257,11 +266,10 @@ class LeafCapture(FixPattern):
     codes = ("E3L001",)
 
     def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
-        template = env.template(self.name)
-        model = env.model_for(finding)
-        if template is None or model is None or finding.method not in template.setting("members", []):
+        start = _leaf_start(self.name, finding, env)
+        if start is None:
             return None
-        decoder = template.setting("decoder_attribute", "model")
+        template, model, decoder = start
         flags = frozenset({"pp_group"}) if env.index.lookup(model.ref, "pp_group").status == "found" else frozenset()
         setter_vars = {"decoder": decoder}
         setter_edits, problems = member_edits(
