@@ -214,7 +214,7 @@ def test_unreadable_or_missing_configs_are_problems_not_tracebacks(tmp_path: Pat
     drafter_dir = tmp_path / "d"
     drafter_dir.mkdir()
     result = run_preflight(str(target_dir), str(drafter_dir), load_knowledge("sglang"), engine=None)
-    assert item(result, "target-config").status == "problem" and "not readable JSON" in item(result, "target-config").message
+    assert item(result, "target-config").status == "problem" and "not valid JSON" in item(result, "target-config").message
     assert item(result, "drafter-config").status == "problem" and "no such file" in item(result, "drafter-config").message
 
 

@@ -1,14 +1,21 @@
-"""What pre-flight reads and says: a model folder's ``config.json`` sizes, and the items of its
-report (each says whether it will crash the server or silently lower acceptance)."""
+"""What pre-flight reads and says: a model folder's ``config.json`` sizes (each value checked: the
+file is untrusted input), and the items of its report (each says whether it will crash the server
+or silently lower acceptance)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from eagle3lint.findings import Finding
+from eagle3lint.verify.model_files import (
+    ModelFileError,
+    OutsideFolder,
+    as_size,
+    describe,
+    read_model_json,
+)
 
 OK, PROBLEM, NOTE, SKIPPED = "ok", "problem", "note", "skipped"
 CRASH, ACCEPTANCE = "crash", "acceptance"
@@ -50,6 +57,11 @@ class ModelConfig:
     num_hidden_layers: int | None
     raw: dict[str, Any] = field(repr=False)
     sizes_from: str = ""  # "" (top level) or the nested key, e.g. "text_config"
+    # A drafter's sizes of its own, where it declares them (top level only).
+    target_hidden_size: int | None = None
+    draft_vocab_size: int | None = None
+    # Keys present with a value that cannot be what they name ("`hidden_size` is 1e400, ...").
+    invalid: tuple[str, ...] = ()
 
     def get(self, dotted: str) -> Any:
         value: Any = self.raw
@@ -95,35 +107,59 @@ class ConfigError(Exception):
     pass
 
 
-def as_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
 def read_model_config(path: str) -> ModelConfig:
+    """The sizes of ``path``/config.json. Raises :class:`ConfigError` for a folder or file that
+    cannot be used, :class:`OutsideFolder` for a config.json that links out of the folder."""
     folder = Path(path)
     config_path = folder / "config.json"
+    if not folder.is_dir():
+        raise ConfigError(f"{path}: not a folder (a model folder holds config.json)")
     try:
-        raw = json.loads(config_path.read_text(encoding="utf-8"))
+        raw = read_model_json(folder, "config.json")
     except FileNotFoundError as exc:
         raise ConfigError(f"{config_path}: no such file (is {path} a model folder?)") from exc
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"{config_path}: not readable JSON ({exc})") from exc
+    except OutsideFolder:
+        raise
+    except ModelFileError as exc:
+        raise ConfigError(str(exc)) from exc
     if not isinstance(raw, dict):
-        raise ConfigError(f"{config_path}: not a JSON object")
+        raise ConfigError(f"{config_path}: not a JSON object ({describe(raw)})")
+    invalid: list[str] = []
     sizes, sizes_from = raw, ""
     for key in _TEXT_CONFIG_KEYS:
         nested = raw.get(key)
         if isinstance(nested, dict) and "hidden_size" in nested:
             sizes, sizes_from = nested, key
             break
+
+    def size(key: str, *sources: dict[str, Any]) -> int | None:
+        for source in sources:
+            if key in source:
+                value = source[key]
+                if value is None:
+                    return None
+                checked = as_size(value)
+                if checked is None:
+                    where = f"{sizes_from}.{key}" if source is not raw else key
+                    invalid.append(f"`{where}` is {describe(value)}, not a whole number from 0 to 2**63 - 1")
+                return checked
+        return None
+
     architectures = raw.get("architectures")
-    architecture = architectures[0] if isinstance(architectures, list) and architectures and isinstance(architectures[0], str) else None
+    architecture = None
+    if isinstance(architectures, list) and architectures and isinstance(architectures[0], str):
+        architecture = architectures[0]
+    elif architectures is not None and not (isinstance(architectures, list) and not architectures):
+        invalid.append(f"`architectures` is {describe(architectures)}, not a list of class names")
     return ModelConfig(
         path=path,
         architecture=architecture,
-        hidden_size=as_int(sizes.get("hidden_size", raw.get("hidden_size"))),
-        vocab_size=as_int(sizes.get("vocab_size", raw.get("vocab_size"))),
-        num_hidden_layers=as_int(sizes.get("num_hidden_layers", raw.get("num_hidden_layers"))),
+        hidden_size=size("hidden_size", sizes, raw),
+        vocab_size=size("vocab_size", sizes, raw),
+        num_hidden_layers=size("num_hidden_layers", sizes, raw),
         raw=raw,
         sizes_from=sizes_from,
+        target_hidden_size=size("target_hidden_size", raw),
+        draft_vocab_size=size("draft_vocab_size", raw),
+        invalid=tuple(invalid),
     )

@@ -2,7 +2,8 @@
 
 Reads the target's and the drafter's ``config.json`` and the drafter's safetensors headers (never
 tensor data), and runs the static check on the target's class in the engine tree. Each problem says
-whether it will crash the server or silently lower acceptance.
+whether it will crash the server or silently lower acceptance. The model folders are untrusted
+input (``model_files``): a file that cannot be read safely is a problem naming it, never a hang.
 """
 
 from __future__ import annotations
@@ -21,11 +22,11 @@ from eagle3lint.verify.configs import (
     ConfigError,
     ModelConfig,
     PreflightResult,
-    as_int,
     read_model_config,
 )
 from eagle3lint.verify.knowledge import EngineKnowledge
-from eagle3lint.verify.safetensors_header import CheckpointTensors, HeaderError, read_checkpoint
+from eagle3lint.verify.model_files import MAX_SIZE, ModelFileError, OutsideFolder, describe
+from eagle3lint.verify.safetensors_header import CheckpointTensors, read_checkpoint
 
 
 def run_preflight(
@@ -62,9 +63,16 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
         return None
     try:
         config = read_model_config(path)
+    except OutsideFolder as exc:
+        result.add(check, SKIPPED, f"{exc}: its config is not checked")
+        return None
     except ConfigError as exc:
         result.add(check, PROBLEM, str(exc), CRASH)
         return None
+    if config.invalid:
+        for problem in config.invalid:
+            result.add(check, PROBLEM, f"{Path(path) / 'config.json'}: {problem}", CRASH)
+        return config
     where = f" (sizes from {config.sizes_from})" if config.sizes_from else ""
     result.add(
         check,
@@ -151,7 +159,7 @@ def _check_drafter_architecture(
 
 
 def _check_hidden_size(result: PreflightResult, target: ModelConfig, drafter: ModelConfig) -> None:
-    declared = as_int(drafter.raw.get("target_hidden_size"))
+    declared = drafter.target_hidden_size
     drafter_in = declared or drafter.hidden_size
     key = "target_hidden_size" if declared else "hidden_size"
     if drafter_in is None or target.hidden_size is None:
@@ -209,7 +217,7 @@ def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: Mod
             result.add(
                 "aux-layer-ids",
                 PROBLEM,
-                f"the drafter names layers {ignored} in `{ignored_key}`, which {engine} does not read (it reads "
+                f"the drafter names layers {describe(ignored)} in `{ignored_key}`, which {engine} does not read (it reads "
                 f"`{aux.config_keys[0]}`): it captures its default {default} instead. {aux.convention}",
                 ACCEPTANCE,
             )
@@ -221,8 +229,8 @@ def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: Mod
                 f"drops if the drafter was trained on others). {aux.convention}",
             )
         return
-    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        result.add("aux-layer-ids", PROBLEM, f"`{key}` is {value!r}, not a list of integers", CRASH)
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_SIZE for v in value):
+        result.add("aux-layer-ids", PROBLEM, f"`{key}` is {describe(value)}, not a list of integers", CRASH)
         return
     ids: list[int] = value
     result.aux_layer_ids = ids
@@ -232,7 +240,7 @@ def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: Mod
         result.add(
             "aux-layer-ids",
             PROBLEM,
-            f"aux layer ids {outside} (from `{key}`) are outside {low}..{high} for a {n}-layer target: those states "
+            f"aux layer ids {_ids(outside)} (from `{key}`) are outside {low}..{high} for a {n}-layer target: those states "
             f"are never captured and the drafter gets fewer inputs than its fc layer expects. {aux.convention}",
             CRASH,
         )
@@ -245,14 +253,22 @@ def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: Mod
             CRASH,
         )
     else:
-        result.add("aux-layer-ids", OK, f"aux layer ids {ids} (from `{key}`) are inside the target's {n} layers. {aux.convention}")
+        result.add("aux-layer-ids", OK, f"aux layer ids {_ids(ids)} (from `{key}`) are inside the target's {n} layers. {aux.convention}")
+
+
+def _ids(ids: list[int]) -> str:
+    """Layer ids for a message: a config can list a million of them."""
+    return str(ids) if len(ids) <= 16 else f"[{', '.join(map(str, ids[:16]))}, ...] ({len(ids)} ids)"
 
 
 def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, knowledge: EngineKnowledge) -> None:
     folder = Path(drafter.path)
     try:
         tensors = read_checkpoint(folder)
-    except HeaderError as exc:
+    except OutsideFolder as exc:
+        result.add("drafter-weights", SKIPPED, f"{exc}: tensor checks skipped")
+        return
+    except ModelFileError as exc:
         result.add("drafter-weights", PROBLEM, str(exc), CRASH)
         return
     if tensors is None:
@@ -268,7 +284,7 @@ def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter:
 
 
 def _draft_vocab(drafter: ModelConfig) -> int | None:
-    return as_int(drafter.raw.get("draft_vocab_size")) or drafter.vocab_size
+    return drafter.draft_vocab_size or drafter.vocab_size
 
 
 def _check_d2t(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, tensors: CheckpointTensors) -> None:
@@ -303,7 +319,7 @@ def _check_fc(
     result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, tensors: CheckpointTensors, knowledge: EngineKnowledge
 ) -> None:
     fc = tensors.find("fc.weight")
-    hidden_in = as_int(drafter.raw.get("target_hidden_size")) or drafter.hidden_size
+    hidden_in = drafter.target_hidden_size or drafter.hidden_size
     count = len(result.aux_layer_ids) if result.aux_layer_ids else (knowledge.aux.fixed_count or 3)
     if fc is None or hidden_in is None or len(fc.shape) != 2:
         return

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.config import os_problem, read_regular_file
 from eagle3lint.errors import UsageError
+from eagle3lint.report.paths import line_path
+from eagle3lint.verify.model_files import (
+    ModelFileError,
+    parse_json,
+    read_model_bytes,
+    read_model_json,
+)
+
+# Verify sends every prompt at each concurrency level: a file this large is a dataset dump,
+# not a prompt set (and a named pipe or /dev/zero given by mistake must not be read for ever).
+MAX_PROMPTS_BYTES = 64 * 1024 * 1024
+# Chat templates are kilobytes; tokenizer_config.json is read through read_model_json's limit.
+_MAX_TEMPLATE_BYTES = 4 * 1024 * 1024
 
 # Mixed on purpose (code, maths, prose, facts): acceptance differs a lot between them, and one
 # kind of text alone would flatter or punish a drafter.
@@ -46,11 +59,15 @@ def builtin_prompts() -> list[Prompt]:
 
 def load_prompts(path: Path) -> list[Prompt]:
     """A ``.jsonl`` file (each line ``{"messages": [...]}`` or ``{"prompt": "..."}``) or a text file
-    with one prompt per line."""
+    with one prompt per line. The file is read as untrusted input: a regular file of at most
+    ``MAX_PROMPTS_BYTES``, each JSON line parsed defensively and each value checked."""
+    shown = line_path(str(path))
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"{path}: cannot read prompts ({exc})") from exc
+        text = read_regular_file(path, MAX_PROMPTS_BYTES).decode("utf-8")
+    except OSError as exc:
+        raise UsageError(f"{shown}: cannot read prompts ({os_problem(exc)})") from exc
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{shown}: cannot read prompts (not valid UTF-8 at byte {exc.start})") from exc
     prompts: list[Prompt] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -60,15 +77,15 @@ def load_prompts(path: Path) -> list[Prompt]:
         else:
             prompts.append(Prompt(({"role": "user", "content": line.strip()},)))
     if not prompts:
-        raise UsageError(f"{path}: no prompts in it")
+        raise UsageError(f"{shown}: no prompts in it")
     return prompts
 
 
 def _from_json(path: Path, number: int, line: str) -> Prompt:
     try:
-        item: Any = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+        item: Any = parse_json(f"{line_path(str(path))}:{number}", line)
+    except ModelFileError as exc:
+        raise UsageError(str(exc)) from exc
     if isinstance(item, dict) and isinstance(item.get("prompt"), str):
         return Prompt(({"role": "user", "content": item["prompt"]},))
     messages = item.get("messages") if isinstance(item, dict) else None
@@ -76,22 +93,19 @@ def _from_json(path: Path, number: int, line: str) -> Prompt:
         isinstance(m, dict) and isinstance(m.get("role"), str) and isinstance(m.get("content"), str) for m in messages
     ):
         return Prompt(tuple({"role": m["role"], "content": m["content"]} for m in messages))
-    raise UsageError(f'{path}:{number}: expected {{"prompt": "..."}} or {{"messages": [{{"role", "content"}}, ...]}}')
+    raise UsageError(f'{line_path(str(path))}:{number}: expected {{"prompt": "..."}} or {{"messages": [{{"role", "content"}}, ...]}}')
 
 
 def chat_template(model_path: str) -> str | None:
     """The target's chat template, from ``chat_template.jinja`` or ``tokenizer_config.json``."""
     folder = Path(model_path)
-    jinja = folder / "chat_template.jinja"
-    if jinja.is_file():
-        try:
-            return jinja.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            return None
     try:
-        config = json.loads((folder / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return read_model_bytes(folder, "chat_template.jinja", _MAX_TEMPLATE_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        pass
+    except (ModelFileError, UnicodeDecodeError):
         return None
+    config = _tokenizer_config(folder)
     template = config.get("chat_template") if isinstance(config, dict) else None
     if isinstance(template, list):  # named templates: take "default"
         named = {t.get("name"): t.get("template") for t in template if isinstance(t, dict)}
@@ -123,11 +137,17 @@ def render_chat(template: str | None, prompt: Prompt, special: dict[str, str] | 
         return None
 
 
-def special_tokens(model_path: str) -> dict[str, str]:
+def _tokenizer_config(folder: Path) -> Any:
+    """The target's tokenizer_config.json, None when it cannot be read safely (the prompts are
+    then sent plain, and the report says so)."""
     try:
-        config = json.loads((Path(model_path) / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return {}
+        return read_model_json(folder, "tokenizer_config.json")
+    except (FileNotFoundError, ModelFileError):
+        return None
+
+
+def special_tokens(model_path: str) -> dict[str, str]:
+    config = _tokenizer_config(Path(model_path))
     out: dict[str, str] = {}
     for key in ("bos_token", "eos_token"):
         value = config.get(key) if isinstance(config, dict) else None

@@ -6,16 +6,34 @@ data_offsets), then the raw data. Only the first 8 + N bytes are read.
 
 from __future__ import annotations
 
-import json
+import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-# Real headers are kilobytes to a few megabytes; anything far larger is a corrupt file.
-_MAX_HEADER_BYTES = 100 * 1024 * 1024
+from eagle3lint.config import open_regular_file, os_problem, read_upto
+from eagle3lint.verify.model_files import (
+    ModelFileError,
+    OutsideFolder,
+    as_size,
+    describe,
+    locate,
+    open_model_file,
+    parse_json,
+    read_model_json,
+)
+
+# Real headers are kilobytes to a few megabytes; the safetensors library itself refuses more
+# than 100 MB. Across a checkpoint's shards, a budget keeps a folder of thousands of maximal
+# headers from being read for minutes.
+_MAX_HEADER_BYTES = 100 * 1000 * 1000
+_MAX_TOTAL_HEADER_BYTES = 256 * 1024 * 1024
+_MAX_SHARDS = 10_000
+INDEX_NAME = "model.safetensors.index.json"
 
 
-class HeaderError(Exception):
+class HeaderError(ModelFileError):
     """The file is not a readable safetensors file (message names the problem)."""
 
 
@@ -45,24 +63,36 @@ class CheckpointTensors:
 
 
 def read_header(path: Path) -> dict[str, TensorInfo]:
+    """The tensors the safetensors file ``path`` declares (links followed: the caller chose
+    the path; :func:`read_checkpoint` confines a folder's files itself)."""
     try:
-        with path.open("rb") as handle:
-            size_bytes = handle.read(8)
-            if len(size_bytes) < 8:
-                raise HeaderError(f"{path}: shorter than a safetensors header (truncated download?)")
-            (header_len,) = struct.unpack("<Q", size_bytes)
-            if header_len > _MAX_HEADER_BYTES:
-                raise HeaderError(f"{path}: header length {header_len} is not plausible (not a safetensors file?)")
-            raw = handle.read(header_len)
-            data_size = handle.seek(0, 2) - 8 - header_len
+        fd = open_regular_file(path)
+    except OSError as exc:
+        raise HeaderError(f"{path}: {os_problem(exc)}") from exc
+    try:
+        return _read_header(fd, path)
+    finally:
+        os.close(fd)
+
+
+def _read_header(fd: int, path: Path) -> dict[str, TensorInfo]:
+    try:
+        size_bytes = read_upto(fd, 8)
+        if len(size_bytes) < 8:
+            raise HeaderError(f"{path}: shorter than a safetensors header (truncated download?)")
+        (header_len,) = struct.unpack("<Q", size_bytes)
+        if header_len > _MAX_HEADER_BYTES:
+            raise HeaderError(f"{path}: header length {header_len} is not plausible (not a safetensors file?)")
+        raw = read_upto(fd, header_len)
+        data_size = os.fstat(fd).st_size - 8 - header_len
     except OSError as exc:
         raise HeaderError(f"{path}: cannot read ({exc.strerror or exc})") from exc
     if len(raw) < header_len:
         raise HeaderError(f"{path}: header cut short (truncated download?)")
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise HeaderError(f"{path}: header is not valid JSON ({exc})") from exc
+        header = parse_json(f"{path}: header", raw)
+    except ModelFileError as exc:
+        raise HeaderError(str(exc)) from exc
     if not isinstance(header, dict):
         raise HeaderError(f"{path}: header is not a JSON object")
     tensors: dict[str, TensorInfo] = {}
@@ -70,14 +100,12 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
     for name, entry in header.items():
         if name == "__metadata__":
             continue
-        try:
-            dtype = str(entry["dtype"])
-            shape = tuple(int(d) for d in entry["shape"])
-            begin, end = (int(o) for o in entry["data_offsets"])
-        except (KeyError, TypeError, ValueError) as exc:
-            raise HeaderError(f"{path}: tensor {name!r} has a malformed header entry") from exc
+        dtype, shape, offsets = _entry(entry)
+        if dtype is None or shape is None or offsets is None:
+            raise HeaderError(f"{path}: tensor {describe(name)} has a malformed header entry ({_entry_problem(entry)})")
+        begin, end = offsets
         if end < begin:
-            raise HeaderError(f"{path}: tensor {name!r} has data_offsets {begin}..{end}")
+            raise HeaderError(f"{path}: tensor {describe(name)} has data_offsets {begin}..{end}")
         data_end = max(data_end, end)
         tensors[name] = TensorInfo(name, dtype, shape, path)
     if data_end > data_size:
@@ -88,26 +116,105 @@ def read_header(path: Path) -> dict[str, TensorInfo]:
     return tensors
 
 
+def _entry(entry: Any) -> tuple[str | None, tuple[int, ...] | None, tuple[int, int] | None]:
+    """A header entry's dtype, shape and data offsets, each None when it is not what the
+    format says (a short string; a list of whole numbers; two of them)."""
+    if not isinstance(entry, dict):
+        return None, None, None
+    dtype = entry.get("dtype")
+    shape = entry.get("shape")
+    offsets = entry.get("data_offsets")
+    good_dtype = dtype if isinstance(dtype, str) and 0 < len(dtype) <= 16 else None
+    dims = [as_size(d) for d in shape] if isinstance(shape, list) else None
+    good_shape = tuple(d for d in dims if d is not None) if dims is not None and None not in dims else None
+    ends = [as_size(o) for o in offsets] if isinstance(offsets, list) and len(offsets) == 2 else None
+    good_offsets = (ends[0], ends[1]) if ends is not None and ends[0] is not None and ends[1] is not None else None
+    return good_dtype, good_shape, good_offsets
+
+
+def _entry_problem(entry: Any) -> str:
+    if not isinstance(entry, dict):
+        return f"{describe(entry)}, not an object"
+    dtype, shape, _ = _entry(entry)
+    if dtype is None:
+        return f"dtype is {describe(entry.get('dtype'))}"
+    if shape is None:
+        return f"shape is {describe(entry.get('shape'))}, not a list of whole numbers (0 to 2**63 - 1)"
+    return f"data_offsets is {describe(entry.get('data_offsets'))}, not two whole numbers (0 to 2**63 - 1)"
+
+
 def read_checkpoint(folder: Path) -> CheckpointTensors | None:
     """All tensors of the ``*.safetensors`` files in ``folder``; None when it has none.
 
-    A sharded checkpoint's index (``model.safetensors.index.json``) must name only files that exist.
+    A sharded checkpoint's index (``model.safetensors.index.json``) must name only files that
+    exist inside the folder. Raises :class:`HeaderError` (or another ``ModelFileError``) for an
+    unusable file, :class:`OutsideFolder` for a link that leaves the folder.
     """
-    index_path = folder / "model.safetensors.index.json"
-    files = sorted(folder.glob("*.safetensors"))
-    if index_path.is_file():
-        try:
-            index = json.loads(index_path.read_text(encoding="utf-8"))
-            shard_names = sorted(set(index["weight_map"].values()))
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
-            raise HeaderError(f"{index_path}: not a readable safetensors index ({exc})") from exc
-        missing = [name for name in shard_names if not (folder / name).is_file()]
-        if missing:
-            raise HeaderError(f"{index_path}: names shard(s) that are missing: {', '.join(missing)}")
-        files = [folder / name for name in shard_names]
-    if not files:
+    names = _shard_names(folder)
+    if names is None:
+        names = sorted(p.name for p in folder.glob("*.safetensors"))
+        if len(names) > _MAX_SHARDS:
+            raise HeaderError(f"{folder}: {len(names)} safetensors files; more than {_MAX_SHARDS} is not a checkpoint")
+    if not names:
         return None
     tensors: dict[str, TensorInfo] = {}
-    for file in files:
-        tensors.update(read_header(file))
+    files: list[Path] = []
+    budget = _MAX_TOTAL_HEADER_BYTES
+    for name in names:
+        path = folder / name
+        try:
+            fd = open_model_file(folder, name)
+        except FileNotFoundError:
+            raise HeaderError(f"{path}: no such file") from None
+        try:
+            if budget <= 0:
+                raise HeaderError(f"{folder}: the safetensors headers add up to more than {_MAX_TOTAL_HEADER_BYTES >> 20} MiB")
+            header = _read_header(fd, path)
+            budget -= os.lseek(fd, 0, os.SEEK_CUR)
+        finally:
+            os.close(fd)
+        tensors.update(header)
+        files.append(path)
     return CheckpointTensors(tensors, tuple(files))
+
+
+def _shard_names(folder: Path) -> list[str] | None:
+    """The shard files a sharded checkpoint's index names, each checked to lie inside the
+    folder and to exist; None when the folder has no index."""
+    index_path = folder / INDEX_NAME
+    try:
+        index = read_model_json(folder, INDEX_NAME)
+    except FileNotFoundError:
+        return None
+    except OutsideFolder:
+        raise
+    except ModelFileError as exc:
+        raise HeaderError(f"{exc} (not a readable safetensors index)") from exc
+    weight_map = index.get("weight_map") if isinstance(index, dict) else None
+    if not isinstance(weight_map, dict):
+        what = "a JSON object" if isinstance(index, dict) else describe(index)
+        raise HeaderError(f"{index_path}: not a safetensors index ({what} without a `weight_map` object)")
+    names: set[str] = set()
+    for tensor, shard in weight_map.items():
+        if not isinstance(shard, str):
+            raise HeaderError(f"{index_path}: tensor {describe(tensor)} is mapped to {describe(shard)}, not a file name")
+        names.add(shard)
+    if len(names) > _MAX_SHARDS:
+        raise HeaderError(f"{index_path}: names {len(names)} shards; more than {_MAX_SHARDS} is not a checkpoint")
+    missing: list[str] = []
+    for name in sorted(names):
+        try:
+            real = locate(folder, name)
+        except FileNotFoundError:  # a link to nowhere
+            missing.append(name)
+            continue
+        except OutsideFolder:
+            raise
+        except ModelFileError as exc:
+            raise HeaderError(f"{index_path}: {exc}") from exc
+        if not real.exists():
+            missing.append(name)
+    if missing:
+        shown = ", ".join(describe(m) for m in missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+        raise HeaderError(f"{index_path}: names shard(s) that are missing: {shown}")
+    return sorted(names)

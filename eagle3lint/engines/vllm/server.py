@@ -21,6 +21,7 @@ from eagle3lint.verify.driver import ServerDriver
 from eagle3lint.verify.httpclient import request
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.measure import Client, RequestResult
+from eagle3lint.verify.model_files import describe
 from eagle3lint.verify.options import VerifyOptions
 from eagle3lint.verify.prompts import Prompt
 
@@ -147,12 +148,12 @@ def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: An
             **where,
         )
     elif any(word in model_type for word in allow.model_types):
-        result.add("model-type", OK, f"{rule}: the target's {source} {model_type!r} qualifies", **where)
+        result.add("model-type", OK, f"{rule}: the target's {source} {describe(model_type)} qualifies", **where)
     else:
         result.add(
             "model-type",
             PROBLEM,
-            f"{rule}: the target's {source} is {model_type!r}, so the speculative config refuses it at start-up "
+            f"{rule}: the target's {source} is {describe(model_type)}, so the speculative config refuses it at start-up "
             f"whatever the model class implements (newer vLLM releases dropped the list)",
             CRASH,
             **where,
