@@ -20,6 +20,15 @@ if TYPE_CHECKING:
     from eagle3lint.verify.options import VerifyOptions
 
 
+def path_argument(path: str) -> str:
+    """A model path as a server argument: one starting with ``-`` would be read as an option
+    (``vllm serve -m`` or ``--model-path -m``), so it gets a ``./`` (the same folder). Neither
+    ``--model=PATH`` nor ``--`` is enough: vLLM's argument parser moves ``--model=PATH`` to the
+    positional slot before argparse sees it, where ``-m`` is an option again, and a ``--``
+    would make the engine arguments after it positional too."""
+    return "./" + path if path.startswith("-") else path
+
+
 class ServerDriver:
     """Subclasses set :attr:`knowledge_file` and implement :meth:`arguments` and :meth:`client`."""
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eagle3lint.errors import UsageError
-from eagle3lint.verify.driver import ServerDriver
+from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.httpclient import request
 from eagle3lint.verify.measure import Client, RequestResult
 from eagle3lint.verify.options import VerifyOptions
@@ -28,9 +28,9 @@ class SglangServer(ServerDriver):
         super().validate_options(options)
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
-        args = ["--model-path", options.model_path, "--tp-size", str(options.tp), "--host", options.host, "--port", str(port)]
+        args = ["--model-path", path_argument(options.model_path), "--tp-size", str(options.tp), "--host", options.host, "--port", str(port)]
         if speculative:
-            args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", options.draft_model_path]
+            args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", path_argument(options.draft_model_path)]
             if options.num_steps is not None:
                 args += [
                     "--speculative-num-steps", str(options.num_steps),

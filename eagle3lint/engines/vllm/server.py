@@ -17,7 +17,7 @@ from eagle3lint.contract import Contract
 from eagle3lint.engine import Engine
 from eagle3lint.errors import UsageError
 from eagle3lint.verify.configs import CRASH, NOTE, OK, PROBLEM, ModelConfig, PreflightResult
-from eagle3lint.verify.driver import ServerDriver
+from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.httpclient import request
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.measure import Client, RequestResult
@@ -43,11 +43,11 @@ class VllmServer(ServerDriver):
         return [script, "serve"] if script else [sys.executable, "-m", knowledge.launch_module, "serve"]
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
-        args = [options.model_path, "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
+        args = [path_argument(options.model_path), "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
         if speculative:
             config = {
                 "method": "eagle3",
-                "model": options.draft_model_path,
+                "model": path_argument(options.draft_model_path),
                 "num_speculative_tokens": options.num_steps or DEFAULT_SPEC_TOKENS,
             }
             args += ["--speculative-config", json.dumps(config)]
