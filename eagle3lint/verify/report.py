@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from eagle3lint.report.paths import line_text
 from eagle3lint.verify.classify import CrashCause
 from eagle3lint.verify.measure import MeasureResult
 from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PROBLEM, PreflightResult
@@ -179,66 +181,80 @@ def write_json(report: VerifyReport, out: TextIO) -> None:
 
 
 def write_human(report: VerifyReport, out: TextIO) -> None:
+    """The report for a terminal. Its text comes in part from untrusted sources (a checkpoint's
+    architecture and tensor names, config values, the server's log): each line is written
+    through ``line_text``, so no control character reaches the terminal as is."""
+
+    def emit(text: str = "") -> None:
+        out.write(line_text(text) + "\n")
+
     pre = report.preflight
     engine = report.engine
     head = f"{engine['name']} {engine['version']} ({engine['root']})" if engine else "engine tree not found"
-    out.write(f"eagle3lint verify: {head}\n")
+    emit(f"eagle3lint verify: {head}")
     for label, config in (("target", pre.target), ("drafter", pre.drafter)):
         if config is not None:
-            out.write(f"  {label}: {config.path} ({config.architecture})\n")
-    out.write("\nPre-flight\n")
+            emit(f"  {label}: {config.path} ({config.architecture})")
+    emit()
+    emit("Pre-flight")
     for item in pre.items:
         word = _STATUS_WORD.get(item.status, item.status)
         impact = f" [{_IMPACT_WORD[item.impact]}]" if item.status == PROBLEM and item.impact else ""
         rule = f" {item.rule}" if item.rule else ""
         where = f" ({item.path}:{item.line})" if item.path and item.line else ""
-        out.write(f"  {word:<8} {item.check}{rule}{impact}: {item.message}{where}\n")
+        emit(f"  {word:<8} {item.check}{rule}{impact}: {item.message}{where}")
     for record in report.launches:
-        _write_launch(record, out)
+        _write_launch(record, emit)
     if report.metrics:
-        _write_metrics(report, out)
+        _write_metrics(report, emit)
     if report.teardowns:
-        out.write("\nTeardown\n")
+        emit()
+        emit("Teardown")
         for td in report.teardowns:
-            out.write(f"  {td.label}: {_teardown_line(td)}\n")
+            emit(f"  {td.label}: {_teardown_line(td)}")
     for note in report.notes:
-        out.write(f"\nnote: {note}\n")
-    out.write(f"\nVerdict: {report.verdict.status} — {report.verdict.message}\n")
+        emit()
+        emit(f"note: {note}")
+    emit()
+    emit(f"Verdict: {report.verdict.status} — {report.verdict.message}")
 
 
-def _write_launch(record: LaunchRecord, out: TextIO) -> None:
+def _write_launch(record: LaunchRecord, emit: Callable[[str], None]) -> None:
     name = "EAGLE-3" if record.label == "eagle3" else "baseline (no speculation)"
     gpus = f", GPUs {','.join(map(str, record.gpus))}" if record.gpus else ""
-    out.write(f"\nLaunch: {name}{gpus}\n  log: {record.log_path}\n")
+    emit("")
+    emit(f"Launch: {name}{gpus}")
+    emit(f"  log: {record.log_path}")
     if record.outcome == "ready":
-        out.write(f"  ready after {record.seconds_to_ready or 0:.1f} s\n")
+        emit(f"  ready after {record.seconds_to_ready or 0:.1f} s")
     else:
         code = f", exit code {record.exit_code}" if record.exit_code is not None else ""
-        out.write(f"  {record.outcome} after {record.elapsed_s:.1f} s{code}\n")
+        emit(f"  {record.outcome} after {record.elapsed_s:.1f} s{code}")
     if record.detail:
-        out.write(f"  {record.detail}\n")
+        emit(f"  {record.detail}")
     crash = record.crash
     if crash is not None:
-        out.write(f"  cause ({crash.kind}): {crash.cause}\n")
+        emit(f"  cause ({crash.kind}): {crash.cause}")
         if crash.rules:
-            out.write(f"  rule: {', '.join(str(r) for r in crash.rules)}\n")
+            emit(f"  rule: {', '.join(str(r) for r in crash.rules)}")
         if crash.excerpt:
-            out.write("  log excerpt:\n")
+            emit("  log excerpt:")
             for line in crash.excerpt:
-                out.write(f"    | {line}\n")
+                emit(f"    | {line}")
         if crash.next_step:
-            out.write(f"  next: {crash.next_step}\n")
+            emit(f"  next: {crash.next_step}")
 
 
 def _fmt(value: float | None, spec: str) -> str:
     return format(value, spec) if value is not None else "-"
 
 
-def _write_metrics(report: VerifyReport, out: TextIO) -> None:
+def _write_metrics(report: VerifyReport, emit: Callable[[str], None]) -> None:
     levels = sorted({r.concurrency for m in report.metrics.values() for r in m.results})
-    out.write("\nMeasurements (output tokens/s; acceptance length = tokens per verify step)\n")
+    emit("")
+    emit("Measurements (output tokens/s; acceptance length = tokens per verify step)")
     header = "  " + f"{'':<10}" + "".join(f"{f'tok/s c={c}':>14}{f'accept c={c}':>14}" for c in levels)
-    out.write(header + "\n")
+    emit(header)
     for label in ("baseline", "eagle3"):
         measured = report.metrics.get(label)
         if measured is None:
@@ -247,15 +263,15 @@ def _write_metrics(report: VerifyReport, out: TextIO) -> None:
         for c in levels:
             res = measured.at(c)
             row += f"{_fmt(res.tokens_per_s if res else None, '.1f'):>14}{_fmt(res.acceptance_length if res else None, '.2f'):>14}"
-        out.write(row + "\n")
+        emit(row)
         if measured.error:
-            out.write(f"    error: {measured.error}\n")
+            emit(f"    error: {measured.error}")
     if "baseline" in report.metrics:
         row = f"  {'speedup':<10}" + "".join(f"{_fmt(report.speedup(c), '.2f') + 'x':>14}{'':>14}" for c in levels)
-        out.write(row + "\n")
+        emit(row)
     formats = {m.prompt_format for m in report.metrics.values()}
     if "plain" in formats:
-        out.write("  (prompts sent as plain text: no chat template could be applied, so acceptance may read low)\n")
+        emit("  (prompts sent as plain text: no chat template could be applied, so acceptance may read low)")
 
 
 def _teardown_line(td: TeardownResult) -> str:

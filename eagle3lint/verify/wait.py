@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
+from eagle3lint.report.paths import line_text
 from eagle3lint.verify.httpclient import request
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.launch import LaunchedServer
@@ -63,7 +64,8 @@ class TerminalProgress(Progress):
         if self._dirty:
             self.stream.write("\r\x1b[K")
             self._dirty = False
-        self.stream.write(text + "\n")
+        # The server's log lines and crash causes are its text, not ours: shown escaped.
+        self.stream.write(line_text(text) + "\n")
         self.stream.flush()
 
     def start(self, label: str, log_path: Path) -> None:
@@ -74,7 +76,7 @@ class TerminalProgress(Progress):
         clock = _clock(elapsed_s)
         if self.tty:
             width = shutil.get_terminal_size((100, 20)).columns
-            text = f"[{label} {clock}] {phase}: {last_line}"
+            text = line_text(f"[{label} {clock}] {phase}: {last_line}")
             self.stream.write("\r\x1b[K" + text[: max(20, width - 1)])
             self.stream.flush()
             self._dirty = True
