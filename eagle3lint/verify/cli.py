@@ -106,9 +106,15 @@ def options_from_click(engine: str | None, engine_root: Path | None, output_form
 @click.command()
 @click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Which engine (default: the installed one).")
 @click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder; the patched tree goes first on PYTHONPATH.")
+@click.option(
+    "--release",
+    metavar="NAME==VERSION",
+    help="Check the target class against a published release (downloaded once into the cache, as "
+    "`check --release` does); a launched server is still the installed engine or --launcher.",
+)
 @verify_run_options
 @click.option("--format", "output_format", type=click.Choice(["human", "json"]), default="human", show_default=True)
-def verify(engine: str | None, engine_root: Path | None, output_format: str, **values: Any) -> None:
+def verify(engine: str | None, engine_root: Path | None, release: str | None, output_format: str, **values: Any) -> None:
     """Launch the engine with EAGLE-3 and report whether speculation pays off.
 
     Pre-flight (configs, drafter weights, the target class) -> launch -> wait -> on a crash, the cause
@@ -119,7 +125,7 @@ def verify(engine: str | None, engine_root: Path | None, output_format: str, **v
     from eagle3lint.verify.run import run_verify
     from eagle3lint.verify.wait import Progress, TerminalProgress
 
-    options = options_from_click(engine, engine_root, output_format, **values)
+    options = options_from_click(engine, engine_root, output_format, release=release, **values)
     progress = Progress() if output_format == "json" else TerminalProgress(sys.stderr)
     report = run_verify(options, progress)
     if output_format == "json":

@@ -16,6 +16,8 @@ class VerifyOptions:
     draft_model_path: str
     engine: str | None = None
     engine_root: Path | None = None
+    # A published release (NAME==VERSION) whose source the pre-flight's static check reads.
+    release: str | None = None
     preflight_only: bool = False
     ignore_preflight: bool = False  # launch even when the pre-flight predicts a crash
     tp: int = 1

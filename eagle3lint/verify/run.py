@@ -58,6 +58,8 @@ def run_verify(
     prompts = load_prompts(options.prompts_file) if options.prompts_file else builtin_prompts()
     preflight = run_preflight(options.model_path, options.draft_model_path, knowledge, engine)
     report = rep.VerifyReport(engine.to_json() if engine else None, preflight)
+    if options.release is not None and not options.preflight_only:
+        report.notes.append(_release_note(options, name))
     if options.preflight_only:
         report.verdict = rep.decide(report, preflight_only=True)
         return report
@@ -93,6 +95,14 @@ def _validate(options: VerifyOptions) -> None:
 
 
 def _resolve_engine(options: VerifyOptions) -> tuple[Engine | None, str]:
+    if options.release is not None:
+        if options.engine_root is not None:
+            raise UsageError("--release and --engine-root both name the engine tree to check: give one")
+        from eagle3lint.cli import resolve_engine
+
+        # As `check --release` resolves it: fetched once into the cache, then read from there.
+        found, _ = resolve_engine((), options.engine, None, options.release)
+        return found, found.name
     try:
         engine: Engine | None = discover_engine([], engine=options.engine, engine_root=options.engine_root)
     except UsageError:
@@ -103,6 +113,22 @@ def _resolve_engine(options: VerifyOptions) -> tuple[Engine | None, str]:
     if name is None:
         raise UsageError(f"no installed {' or '.join(ENGINE_NAMES)} found: give --engine (and --engine-root for the static check)")
     return engine, name
+
+
+def _release_note(options: VerifyOptions, name: str) -> str:
+    """What ran against what: the pre-flight read the release's source, but the server is the
+    installed engine (a release download is source for reading, not an environment to run)."""
+    if options.launcher is not None:
+        return f"the pre-flight read {options.release}; the servers were started by --launcher"
+    import importlib.metadata
+
+    try:
+        installed = importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return f"the pre-flight read {options.release}; the servers ran the {name} installed for this Python"
+    wanted = options.release.partition("==")[2].strip() if options.release else ""
+    differs = " (not the release checked: the pre-flight's static check may not hold for it)" if installed != wanted else ""
+    return f"the pre-flight read {options.release}; the servers ran the installed {name} {installed}{differs}"
 
 
 def _check_launcher(options: VerifyOptions, knowledge: EngineKnowledge, package: str) -> None:
@@ -257,6 +283,8 @@ class _Session:
         command = ["eagle3lint", "verify", "--preflight-only", "--engine", self.knowledge.engine]
         if options.engine_root is not None:
             command += ["--engine-root", str(options.engine_root)]
+        elif options.release is not None:
+            command += ["--release", options.release]
         command += ["--model-path", options.model_path, "--draft-model-path", options.draft_model_path]
         return ClassifyContext(
             engine_root=str(options.engine_root) if options.engine_root is not None else (str(self.engine.root) if self.engine else None),
