@@ -88,6 +88,11 @@ class EngineAdapter:
         """The version in the package's version files, else ``"unknown"``."""
         return read_version(root, self.pack())
 
+    def option_defaults(self, engine: Engine) -> dict[str, str]:
+        """Launch options whose default the release's own source decides (the rule pack says
+        ``default = ""``), by name: vLLM's model-runner generation."""
+        return {}
+
     # ---- the contract ----------------------------------------------------------------------
     def contract_extension(self, engine: Engine) -> ContractExtension:
         return ContractExtension()

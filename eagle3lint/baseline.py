@@ -16,10 +16,10 @@ from collections import Counter
 from pathlib import Path
 
 from eagle3lint import __version__
-from eagle3lint.config import file_kind, os_problem, read_regular_file
 from eagle3lint.engine import Engine
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
+from eagle3lint.safe_io import file_kind, os_problem, read_regular_file
 
 BASELINE_VERSION = 1
 Key = tuple[str, str, str, str]

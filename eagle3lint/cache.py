@@ -39,6 +39,7 @@ from eagle3lint.config import CACHE_DIR_NAME
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
+from eagle3lint.launch_checks import LaunchRefusal
 from eagle3lint.sources import ParseRequest, parse_module, read_source
 from eagle3lint.summary import (
     ClassSummary,
@@ -270,7 +271,10 @@ class Cache:
         if not isinstance(errors, list) or not all(isinstance(e, FileError) for e in errors):
             return None
         extra = entry.get("extra", {})
-        return Contract(self.engine, members, int(entry.get("scanned_files", 0)), errors, extra if isinstance(extra, dict) else {})
+        refusals = entry.get("launch_refusals", [])
+        if not isinstance(refusals, list) or not all(isinstance(r, LaunchRefusal) for r in refusals):
+            return None
+        return Contract(self.engine, members, int(entry.get("scanned_files", 0)), errors, extra if isinstance(extra, dict) else {}, refusals)
 
     def store_contract(self, fingerprint: str, contract: Contract) -> None:
         data = {
@@ -279,6 +283,7 @@ class Cache:
             "errors": contract.errors,
             "scanned_files": contract.scanned_files,
             "extra": contract.extra,
+            "launch_refusals": contract.launch_refusals,
         }
         self._store("contract", data)
 

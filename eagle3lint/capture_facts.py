@@ -34,6 +34,13 @@ class LoopFact:
     # "before" / "after" the layer call, for a capture that is its own statement in the body
     capture_position: str | None = None
     capture_offset: int = 0  # ``idx + 1`` in a collect call: 1
+    # The body reads capture state (an index tested against it, a collect call, a layer marker).
+    captures: bool = False
+    # Launch options under which the loop is skipped or cut short: (option, the ``self``
+    # attributes whose truth turns the option's branch off, the line of the option's test). An
+    # ``if forward_batch.can_run_tbo:`` whose other branch holds the loop, or whose branch
+    # rebinds a name the loop's range reads (the layers run another way on such batches).
+    option_skips: list[tuple[str, tuple[str, ...], int]] = field(default_factory=list)
 
 
 @dataclass
@@ -60,6 +67,16 @@ class CaptureFacts:
     offsets: set[int] = field(default_factory=set)
     returns_intermediate: bool = False  # returns ``IntermediateTensors(...)`` on some path
     calls: set[str] = field(default_factory=set)  # names called (``f(...)``, ``x.f(...)``)
+
+
+def _assigned_names(body: list[ast.stmt]) -> set[str]:
+    """The plain names a block assigns (``normal_end_layer = ...``), at any depth."""
+    names: set[str] = set()
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        if isinstance(node, (ast.Assign, ast.AugAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name))
+    return names
 
 
 def _loops_in(stmt: ast.stmt) -> list[ast.For | ast.AsyncFor]:
@@ -130,8 +147,20 @@ def _call_name(node: ast.Call) -> str:
 
 
 class _Extractor:
-    def __init__(self, self_name: str, capture_words: tuple[str, ...], collect_calls: frozenset[str], logits_call: str, logits_keyword: str, setter_names: frozenset[str]) -> None:
+    def __init__(
+        self,
+        self_name: str,
+        capture_words: tuple[str, ...],
+        collect_calls: frozenset[str],
+        logits_call: str,
+        logits_keyword: str,
+        setter_names: frozenset[str],
+        option_tests: tuple[tuple[str, tuple[str, ...]], ...] = (),
+    ) -> None:
         self.self_name = self_name
+        self.option_tests = option_tests
+        # Loop statement id -> the options that skip it (filled before the loops are read).
+        self.skips: dict[int, list[tuple[str, tuple[str, ...], int]]] = {}
         self.words = capture_words
         self.collect_calls = collect_calls
         self.logits_call = logits_call
@@ -147,6 +176,8 @@ class _Extractor:
 
     # ---- the walk ----------------------------------------------------------------------------
     def run(self, body: list[ast.stmt]) -> CaptureFacts:
+        if self.option_tests:
+            self._option_branches(body, [])
         for stmt in body:
             self.statement(stmt)
         # Whether a hand-off passes the aux states is known once every unpack has been seen.
@@ -185,6 +216,54 @@ class _Extractor:
                 self.facts.returns_intermediate = True
             elif isinstance(node, ast.ListComp):
                 self._offset(node)
+
+    # ---- launch options ------------------------------------------------------------------------
+    def _option_of(self, test: ast.expr) -> tuple[str, bool, tuple[str, ...]] | None:
+        """The option an ``if`` test checks: (name, whether the body is the option's branch, the
+        ``self`` attributes a ``... and not self.<attr>`` adds, which turn the branch off)."""
+        text = ast.unparse(test)
+        name = next((option for option, needles in self.option_tests if any(n in text for n in needles)), None)
+        if name is None:
+            return None
+        positive = not (isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not))
+        exempt: list[str] = []
+        if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+            for value in test.values:
+                if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+                    path = _self_path(value.operand, self.self_name)
+                    if path is not None and len(path) == 1:
+                        exempt.append(path[0])
+        return name, positive, tuple(exempt)
+
+    def _option_branches(self, body: list[ast.stmt], within: list[tuple[str, tuple[str, ...], int]]) -> None:
+        """Mark the loops a launch option's branch skips: those in the other branch of its
+        ``if``, and those after it whose range reads a name its branch rebinds."""
+        rebound: list[tuple[str, tuple[str, ...], int, set[str]]] = []
+        for stmt in body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                continue
+            if isinstance(stmt, (ast.For, ast.AsyncFor)):
+                reads = {n.id for n in ast.walk(stmt.iter) if isinstance(n, ast.Name)}
+                skips = list(within) + [(o, e, line) for o, e, line, names in rebound if names & reads]
+                if skips:
+                    self.skips[id(stmt)] = skips
+            if isinstance(stmt, ast.If):
+                option = self._option_of(stmt.test)
+                if option is not None:
+                    name, positive, exempt = option
+                    branch, other = (stmt.body, stmt.orelse) if positive else (stmt.orelse, stmt.body)
+                    self._option_branches(branch, within)
+                    self._option_branches(other, [*within, (name, exempt, stmt.lineno)])
+                    names = _assigned_names(branch)
+                    if names:
+                        rebound.append((name, exempt, stmt.lineno, names))
+                    continue
+            for block in ("body", "orelse", "finalbody"):
+                inner = getattr(stmt, block, None)
+                if inner:
+                    self._option_branches(inner, within)
+            for handler in getattr(stmt, "handlers", ()) or ():
+                self._option_branches(handler.body, within)
 
     def _assign(self, node: ast.Assign | ast.AnnAssign | ast.AugAssign) -> None:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target]
@@ -274,7 +353,21 @@ class _Extractor:
         if index is not None:
             self._index_uses(loop, fact)
         self._position(loop, fact)
+        fact.captures = fact.capture_uses > 0 or self._reads_markers(loop)
+        fact.option_skips = self.skips.get(id(loop), [])
         self.facts.loops.append(fact)
+
+    def _reads_markers(self, loop: ast.For | ast.AsyncFor) -> bool:
+        """A per-layer capture marker read in the body (``getattr(layer, "_is_layer_to_capture")``)
+        or a collect call: the loop captures, whatever its index does."""
+        for node in (n for stmt in loop.body for n in ast.walk(stmt)):
+            if isinstance(node, ast.Call) and _call_name(node) in self.collect_calls:
+                return True
+            if isinstance(node, ast.Call) and _call_name(node) == "getattr" and len(node.args) >= 2:
+                marker = _literal(node.args[1])
+                if marker is not None and self.captures(marker) and _name(node.args[0]) != self.self_name:
+                    return True
+        return False
 
     def _loop_shape(self, loop: ast.For | ast.AsyncFor) -> tuple[str, str | None, Path_ | None, bool, bool]:
         it = loop.iter
@@ -372,8 +465,9 @@ def capture_facts(
     logits_call: str,
     logits_keyword: str,
     setter_names: frozenset[str],
+    option_tests: tuple[tuple[str, tuple[str, ...]], ...] = (),
 ) -> CaptureFacts:
-    return _Extractor(self_name, capture_words, collect_calls, logits_call, logits_keyword, setter_names).run(node.body)
+    return _Extractor(self_name, capture_words, collect_calls, logits_call, logits_keyword, setter_names, option_tests).run(node.body)
 
 
 @dataclass(frozen=True)
@@ -389,11 +483,17 @@ class CaptureSpec:
     # Whether the core reports a decoder whose loop captures nothing; False where an engine
     # rule of its own already does (vLLM's forward-never-collects).
     report_uncollected: bool = True
+    # What the engine does with a target whose setter captures nothing (a stub setter): "silent"
+    # where the drafter then reads the final hidden state, "crash" where the runner unpacks the
+    # aux states it expects.
+    uncaptured: str = "silent"
     words: tuple[str, ...] = ("capture", "aux_hidden_state")  # what names the capture state
     collect_calls: frozenset[str] = frozenset()  # helpers a decoder collects with
     collect_reads: frozenset[str] = frozenset()  # the capture state those helpers read
     logits_call: str = ""  # the hand-off: ``self.logits_processor``
     logits_keyword: str = ""
+    # Launch options a forward tests (option name, the text of its test), from ``[[option]]``.
+    option_tests: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @cached_property
     def needles(self) -> tuple[str, ...]:
@@ -408,4 +508,4 @@ class CaptureSpec:
         return any(needle in text for needle in self.needles)
 
     def facts(self, node: ast.FunctionDef | ast.AsyncFunctionDef, self_name: str) -> CaptureFacts:
-        return capture_facts(node, self_name, self.words, self.collect_calls, self.logits_call, self.logits_keyword, self.setters)
+        return capture_facts(node, self_name, self.words, self.collect_calls, self.logits_call, self.logits_keyword, self.setters, self.option_tests)

@@ -18,6 +18,7 @@ from eagle3lint.errors import UsageError
 from eagle3lint.report import FORMATS
 
 if TYPE_CHECKING:
+    from eagle3lint.config import Settings
     from eagle3lint.engine import Engine
     from eagle3lint.plugins import PluginPackage
     from eagle3lint.result import CheckResult
@@ -34,6 +35,20 @@ def engine_options(func: F) -> F:
     func = click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder (overrides discovery).")(func)
     func = click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Which engine (default: discovered from PATH).")(func)
     return func
+
+
+def launch_options(func: F) -> F:
+    return click.option(
+        "--engine-option", "engine_option", multiple=True, metavar="NAME[=VALUE]",
+        help="A launch option the verdicts assume (repeatable): pp, two-batch-overlap, dp-attention (SGLang), runner=v1|v2 (vLLM), or all; default: the engine's defaults.",
+    )(func)
+
+
+def with_engine_options(settings: Settings, chosen: tuple[str, ...]) -> Settings:
+    """The settings' ``engine-options`` and the command line's, the command line's last."""
+    if chosen:
+        settings.engine_options = (*settings.engine_options, *chosen)
+    return settings
 
 
 def resolve_engine(
@@ -183,6 +198,7 @@ def config_option(func: F) -> F:
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="Exit 1 for findings at or above this severity (default: warning, or fail-on in the settings).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification and verdict.")
+@launch_options
 def check(
     paths: tuple[Path, ...],
     engine: str | None,
@@ -199,12 +215,13 @@ def check(
     no_cache: bool,
     fail_on: str | None,
     verbose: bool,
+    engine_option: tuple[str, ...],
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
     from eagle3lint.config import load_settings
     from eagle3lint.file_scope import engine_files, is_file_list
 
-    settings = load_settings(config_file)
+    settings = with_engine_options(load_settings(config_file), engine_option)
     if no_baseline and baseline_file is not None:
         raise UsageError("--baseline and --no-baseline contradict each other")
     if write_baseline_file is not None or no_baseline:
@@ -354,6 +371,8 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
 @config_option
 @click.option("--format", "output_format", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option("-v", "--verbose", is_flag=True, help="Table: the whole reason and every condition on a row of its own, however long.")
+@launch_options
 def models(
     paths: tuple[Path, ...],
     engine: str | None,
@@ -362,13 +381,15 @@ def models(
     config_file: Path | None,
     output_format: str,
     no_cache: bool,
+    verbose: bool,
+    engine_option: tuple[str, ...],
 ) -> None:
-    """The EAGLE-3 support matrix: every model class with its verdict, reason, codes and fix."""
+    """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix."""
     from eagle3lint.config import load_settings
     from eagle3lint.report import matrix
     from eagle3lint.runner import run_check
 
-    settings = load_settings(config_file)
+    settings = with_engine_options(load_settings(config_file), engine_option)
     extra = [p for o in settings.engines.values() for p in o.extra_models]
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
@@ -378,8 +399,10 @@ def models(
     for error in result.errors:
         click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
     _refuse_empty_scope(result, scope if paths else [])
-    writer = {"table": matrix.write_table, "json": matrix.write_json, "markdown": matrix.write_markdown}[output_format]
-    writer(result, sys.stdout)
+    if output_format == "table":
+        matrix.write_table(result, sys.stdout, verbose=verbose)
+    else:
+        {"json": matrix.write_json, "markdown": matrix.write_markdown}[output_format](result, sys.stdout)
     sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
 
 

@@ -23,6 +23,15 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
+from eagle3lint.safe_io import (  # noqa: F401 - the readers' names, kept where callers import them
+    FileTooLarge,
+    NotRegularFile,
+    file_kind,
+    open_regular_file,
+    os_problem,
+    read_regular_file,
+    read_upto,
+)
 
 OUTPUT_FORMATS_KEY = "output-format"
 DEFAULT_OUTPUT_FORMAT = "concise"
@@ -71,6 +80,8 @@ class Settings:
     # Severity per rule code (or code prefix), overriding the rule's: ``E3L020 = "error"``.
     severity: dict[str, str] = field(default_factory=dict)
     engines: dict[str, EngineOverrides] = field(default_factory=dict)
+    # The launch configuration runs assume (``--engine-option`` adds to it): ``["pp", "runner=v1"]``.
+    engine_options: tuple[str, ...] = ()
     # The keys the file sets (``engine``, ``sglang.extra-models``, ...); the rest are defaults.
     from_file: frozenset[str] = frozenset()
 
@@ -110,6 +121,7 @@ class Settings:
             "cache-dir": str(self.cache_dir) if self.cache_dir else None,
             "fail-on": self.fail_on,
             "severity": self.severity,
+            "engine-options": list(self.engine_options),
             **{
                 name: {
                     "extra-members": [m.__dict__ for m in o.extra_members],
@@ -133,104 +145,13 @@ _TOP_KEYS: dict[str, type] = {
     "cache-dir": str,
     "fail-on": str,
     "severity": dict,
+    "engine-options": list,
     # One table per engine: [tool.eagle3lint.sglang], [tool.eagle3lint.vllm].
     **{name: dict for name in ENGINE_NAMES},
 }
 _ENGINE_KEYS: dict[str, type] = {"extra-members": list, "extra-models": list}
 _MEMBER_KEYS: dict[str, type] = {"name": str, "kind": str, "role": str, "summary": str, "required": bool}
 _TYPE_NAMES = {str: "a string", list: "an array", dict: "a table", bool: "a boolean"}
-
-
-class NotRegularFile(OSError):
-    """A path that exists but is a folder, pipe, socket or device: never read as a file."""
-
-
-class FileTooLarge(OSError):
-    """A file larger than the reader accepts."""
-
-
-def file_kind(mode: int) -> str:
-    """What a non-regular file is, in words (for "is not a regular file (a named pipe)")."""
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    if stat.S_ISFIFO(mode):
-        return "a named pipe"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISLNK(mode):
-        return "a symbolic link"
-    return "not a plain file"
-
-
-def open_regular_file(path: Path, follow_symlinks: bool = True) -> int:
-    """A descriptor on the regular file ``path``, opened for reading without blocking.
-
-    The path is stat'ed before it is opened (opening some devices acts on them), and opened
-    without blocking and checked again (a named pipe swapped in meanwhile would block a read,
-    ``/dev/zero`` would never end). ``follow_symlinks=False`` refuses a link in the last
-    component (``O_NOFOLLOW``): for a path the caller has already resolved and confined, a
-    link swapped in afterwards must not lead elsewhere. Raises :class:`NotRegularFile` or the
-    ``OSError`` of the system call (``FileNotFoundError`` among them)."""
-    mode = os.stat(path, follow_symlinks=follow_symlinks).st_mode
-    if not stat.S_ISREG(mode):
-        raise NotRegularFile(f"is not a regular file ({file_kind(mode)})")
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow_symlinks:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
-    fd = os.open(path, flags)
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise NotRegularFile(f"is not a regular file ({file_kind(info.st_mode)})")
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
-
-
-def read_upto(fd: int, count: int) -> bytes:
-    """At most ``count`` bytes from ``fd``; fewer only at the end of the file."""
-    chunks: list[bytes] = []
-    left = count
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def read_regular_file(path: Path, max_bytes: int, follow_symlinks: bool = True) -> bytes:
-    """The bytes of the regular file ``path``, at most ``max_bytes`` (see
-    :func:`open_regular_file`). Raises :class:`NotRegularFile`, :class:`FileTooLarge`, or the
-    ``OSError`` of the system call (``FileNotFoundError`` among them)."""
-    fd = open_regular_file(path, follow_symlinks)
-    try:
-        if os.fstat(fd).st_size > max_bytes:
-            raise FileTooLarge(f"is larger than {_size(max_bytes)}")
-        data = read_upto(fd, max_bytes + 1)  # one byte more tells a file that grew past the limit
-        if len(data) > max_bytes:
-            raise FileTooLarge(f"is larger than {_size(max_bytes)}")
-        return data
-    finally:
-        os.close(fd)
-
-
-def _size(count: int) -> str:
-    mib = 1024 * 1024
-    return f"{count // mib} MiB" if count >= mib and count % mib == 0 else f"{count} bytes"
-
-
-def os_problem(exc: OSError) -> str:
-    """An ``OSError`` as the tail of "<file>: <problem>"."""
-    if isinstance(exc, (NotRegularFile, FileTooLarge)):
-        return str(exc)
-    if isinstance(exc, FileNotFoundError):
-        return "no such file"
-    return f"cannot be read: {exc.strerror or exc}"
 
 
 def _tool_table(path: Path, data: dict[str, Any]) -> dict[str, Any]:
@@ -363,6 +284,10 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     for code, level in table.get("severity", {}).items():
         code = _codes(path, where, f"severity.{code}", [code], known)[0]
         settings.severity[code] = _severity(path, where, f"severity.{code}", level)
+    options = table.get("engine-options", [])
+    if not all(isinstance(o, str) and o.strip() for o in options):
+        raise ConfigError(f"{path}: {where}: 'engine-options' must hold option names (strings: \"pp\", \"runner=v1\")")
+    settings.engine_options = tuple(o.strip() for o in options)
     for engine in ENGINE_NAMES:
         if engine in table:
             settings.engines[engine] = _engine_overrides(path, f"[tool.eagle3lint.{engine}]", table[engine], base)

@@ -23,6 +23,7 @@ from typing import Any, TypeVar
 
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
+from eagle3lint.launch_checks import LaunchRefusal, read_launch_refusals
 from eagle3lint.rulepack import MemberSpec
 from eagle3lint.sources import decode_source, read_source
 from eagle3lint.summary import try_parts
@@ -51,8 +52,8 @@ class ContractSite:
 
     def describe_guard(self) -> str:
         return {
-            "none": "unguarded: AttributeError at start-up",
-            "error": "guarded with an error: start-up fails with a clear message",
+            "none": "unguarded: a bare AttributeError at start-up",
+            "error": "guarded: the engine refuses EAGLE-3 with its own message when it is missing",
             "fallback": "guarded with a fallback: optional",
         }[self.guard] if self.access != "probe" else "probe (hasattr)"
 
@@ -124,6 +125,8 @@ class Contract:
     scanned_files: int = 0
     errors: list[FileError] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)  # engine-specific facts, by engine name
+    # The engine's launch checks that refuse EAGLE-3 under a launch option (``launch_checks``).
+    launch_refusals: list[LaunchRefusal] = field(default_factory=list)
 
     def required(self, role: str) -> list[MemberContract]:
         return [m for m in self.members.values() if m.known and m.fatal_sites(role)]
@@ -137,6 +140,7 @@ class Contract:
             "members": [m.to_json() for m in self.members.values()],
             "scanned_files": self.scanned_files,
             "errors": [e.to_json() for e in self.errors],
+            "launch_refusals": [r.to_json() for r in self.launch_refusals],
             **{key: value.to_json() if hasattr(value, "to_json") else value for key, value in self.extra.items()},
         }
 
@@ -210,6 +214,23 @@ def _raises_outright(body: list[ast.stmt]) -> bool:
 
 def _ends_block(body: list[ast.stmt]) -> bool:
     return bool(body) and isinstance(body[-1], (ast.Raise, ast.Return, ast.Continue, ast.Break))
+
+
+def _handler_guard(handlers: list[ast.ExceptHandler]) -> str:
+    """What ``except AttributeError`` makes of a missing member: "error" where a handler raises
+    an exception of its own (the engine's message), "none" where it only re-raises the
+    ``AttributeError`` (``raise``, ``raise exc``: still the bare crash), "fallback" otherwise."""
+    reraise = False
+    for handler in handlers:
+        for node in (n for stmt in handler.body for n in ast.walk(stmt)):
+            if not isinstance(node, ast.Raise):
+                continue
+            caught = isinstance(node.exc, ast.Name) and node.exc.id == handler.name
+            if node.exc is None or caught:
+                reraise = True
+            else:
+                return "error"
+    return "none" if reraise else "fallback"
 
 
 def _handler_catches_attribute_error(handler: ast.ExceptHandler) -> bool:
@@ -305,7 +326,7 @@ class _SiteCollector:
             catching = [h for h in handlers if _handler_catches_attribute_error(h)]
             guard = ctx.try_guard
             if catching:
-                guard = "error" if any(_contains_raise(h.body) for h in catching) else "fallback"
+                guard = _handler_guard(catching)
             inner = _Context(ctx.function, ctx.conditions, guard, ctx.established, ctx.and_guarded)
             self.block(body, inner)
             for handler in handlers:
@@ -729,4 +750,5 @@ def extract_contract(engine: Engine) -> Contract:
                 )
             )
     contract.extra.update(extension.extra(check_calls))
+    contract.launch_refusals = read_launch_refusals(engine)
     return contract

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eagle3lint.outcomes import Effect
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -51,6 +54,11 @@ class Finding:
     # Facts the fixer needs (delegate attribute, inner class, call arity); not reported.
     data: dict[str, Any] = field(default_factory=dict)
     variant: str | None = None
+    # What it does when EAGLE-3 runs on the model (outcome, stage, the engine's evidence, the
+    # launch options it needs); None for findings that change no outcome (dead code, hygiene).
+    effect: Effect | None = None
+    # False when the launch options it needs are off in this run (it is then information).
+    applies: bool = True
 
     def sort_key(self) -> tuple[str, int, int, str, str]:
         return (self.path, self.line, self.column, self.code, self.method)
@@ -72,6 +80,9 @@ class Finding:
         }
         if self.variant is not None:
             out["variant"] = self.variant
+        if self.effect is not None:
+            out.update(self.effect.to_json())
+            out["applies"] = self.applies
         return out
 
 

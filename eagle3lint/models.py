@@ -14,6 +14,7 @@ from eagle3lint.summary import ClassSummary
 
 if TYPE_CHECKING:
     from eagle3lint.engine import Engine
+    from eagle3lint.outcomes import ConditionalOutcome, Effect
 
 TARGET = "target"
 EAGLE3_DRAFT = "eagle3-draft"
@@ -34,6 +35,14 @@ class ModelClass:
     # The verdict of a checked model (``eagle3lint.verdicts``): supported, broken, ...
     status: str = ""
     status_reason: str = ""
+    # What the engine does when launched with EAGLE-3 on it, under the run's options (targets
+    # only), the cause that decided it (its evidence: the engine's file:line), the options under
+    # which it would differ, and the codes of every finding on it (whatever the selection,
+    # suppressions or baseline report).
+    outcome: str = ""
+    decided: Effect | None = None
+    conditions: list[ConditionalOutcome] = field(default_factory=list)
+    codes: list[str] = field(default_factory=list)
     # Where an out-of-tree package registers it, and which engine class it replaces for its
     # architecture ("registered by vllm-ascend 0.11.0 at ...; replaces ...").
     origin: str = ""
@@ -65,6 +74,9 @@ class ModelClass:
             "architectures": self.architectures,
             "status": self.status or None,
             "status_reason": self.status_reason or None,
+            "outcome": self.outcome or None,
+            "outcome_evidence": self.decided.evidence.to_json() if self.decided and self.decided.evidence else None,
+            "conditions": [c.to_json() for c in self.conditions],
             **({"origin": self.origin} if self.origin else {}),
         }
 

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from eagle3lint.engine import Engine
     from eagle3lint.findings import FileError, Finding
     from eagle3lint.index import ProjectIndex
+    from eagle3lint.launch_options import EngineOptions
     from eagle3lint.models import ModelClass, UnresolvedEntry
 
 
@@ -27,3 +28,5 @@ class CheckResult:
     suppressed: int = 0
     baselined: int = 0
     scope: list[Path] = field(default_factory=list)
+    # The launch configuration the verdicts assume (None: the engine's defaults).
+    options: EngineOptions | None = None

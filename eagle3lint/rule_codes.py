@@ -25,6 +25,7 @@ CORE_RULE_CODES: dict[str, str] = {
     "E3L102": "aux-not-handed-off",
     "E3L103": "capture-flag-not-initialised",
     "E3L104": "capture-offset-mismatch",
+    "E3L107": "capture-skipped-under-option",
     "E3L900": "unused-suppression",
 }
 

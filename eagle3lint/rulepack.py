@@ -51,6 +51,41 @@ class MemberSpec:
 
 
 @dataclass(frozen=True)
+class OptionSpec:
+    """A launch option that changes the code an EAGLE-3 target runs (``[[option]]``)."""
+
+    name: str  # as ``--engine-option`` takes it: "pp", "two-batch-overlap", "runner"
+    summary: str
+    flag: str  # how the engine is told: "--enable-two-batch-overlap", "VLLM_USE_V2_MODEL_RUNNER"
+    # "switch" (on/off), "size" (on when the size given is over 1), "choice" (one of values)
+    kind: str
+    default: str  # "off", "1", or a value; "" when the engine's source decides (an adapter reads it)
+    values: tuple[str, ...] = ()  # a choice's values
+    # What the option's test looks like in a model's source (``forward_batch.can_run_tbo``):
+    # the capture analysis follows the branch it guards.
+    tests: tuple[str, ...] = ()
+    # Messages of the engine's launch checks that refuse EAGLE-3 under the option (regular
+    # expressions; each is confirmed in the release's own source before it is believed).
+    refusals: tuple[re.Pattern[str], ...] = ()
+    # Where the engine's launch checks live (relative to the package root; a trailing / is a folder).
+    refusal_files: tuple[str, ...] = ()
+    # How a user sets each value of a choice, where that is not ``flag=value``.
+    spelled: tuple[tuple[str, str], ...] = ()
+
+    def on_value(self) -> str:
+        """The value a bare ``--engine-option NAME`` means."""
+        return self.values[-1] if self.kind == "choice" and self.values else "on"
+
+    def describe(self, value: str) -> str:
+        """How a user launches with it: ``--enable-two-batch-overlap``, ``--pp-size > 1``."""
+        if self.kind == "size":
+            return f"{self.flag} > 1"
+        if self.kind == "choice":
+            return dict(self.spelled).get(value, f"{self.flag}={value}")
+        return self.flag
+
+
+@dataclass(frozen=True)
 class OtherPattern:
     pattern: re.Pattern[str]
     reason: str
@@ -93,6 +128,8 @@ class RulePack:
     # the engine's calls on models).
     plugin_groups: tuple[str, ...] = ()
     plugin_model_pattern: re.Pattern[str] | None = None
+    # [[option]]: launch options that change what an EAGLE-3 target runs, by name.
+    options: dict[str, OptionSpec] = field(default_factory=dict)
     raw: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
     digest: str = ""
 
@@ -154,6 +191,9 @@ def _capture_spec(pack_path: Path, table: Any) -> CaptureSpec | None:
     report_uncollected = table.get("report_uncollected", True)
     if not isinstance(report_uncollected, bool):
         raise UsageError(f"{pack_path}: capture.report_uncollected must be true or false")
+    uncaptured = table.get("uncaptured", "silent")
+    if uncaptured not in ("silent", "crash"):
+        raise UsageError(f"{pack_path}: capture.uncaptured must be 'silent' or 'crash'")
     return CaptureSpec(
         functions=frozenset(functions) | frozenset(setters),
         setters=frozenset(setters),
@@ -162,6 +202,7 @@ def _capture_spec(pack_path: Path, table: Any) -> CaptureSpec | None:
         initial=tuple(sorted(initial.items())),
         ids=ids,
         report_uncollected=report_uncollected,
+        uncaptured=uncaptured,
         words=words or ("capture", "aux_hidden_state"),
         collect_calls=frozenset(collect),
         collect_reads=frozenset(collect_reads),
@@ -181,6 +222,63 @@ def _table(pack_path: Path, data: dict[str, Any], key: str) -> dict[str, Any]:
     if not isinstance(table, dict):
         raise UsageError(f"{pack_path}: [{key}] must be a table")
     return table
+
+
+_OPTION_KINDS = ("switch", "size", "choice")
+
+
+def _options(pack_path: Path, entries: Any) -> dict[str, OptionSpec]:
+    if not isinstance(entries, list) or not all(isinstance(e, dict) for e in entries):
+        raise UsageError(f"{pack_path}: [[option]] must be a list of tables")
+    options: dict[str, OptionSpec] = {}
+    for entry in entries:
+        name = entry.get("name")
+        if not isinstance(name, str) or not name or name == "all":
+            raise UsageError(f"{pack_path}: an [[option]] lacks a 'name' (or is named 'all', which means every option)")
+        kind = entry.get("kind", "switch")
+        if kind not in _OPTION_KINDS:
+            raise UsageError(f"{pack_path}: option {name}: kind must be one of {', '.join(_OPTION_KINDS)}")
+        table = {**entry}
+        values = _strings(pack_path, table, f"option.{name}.values")
+        if kind == "choice" and not values:
+            raise UsageError(f"{pack_path}: option {name}: a choice needs 'values'")
+        default = entry.get("default", "off" if kind == "switch" else "1" if kind == "size" else "")
+        if not isinstance(default, str) or (kind == "choice" and default and default not in values):
+            raise UsageError(f"{pack_path}: option {name}: 'default' must be a string (one of its values)")
+        for key in ("flag", "summary"):
+            if not isinstance(entry.get(key, ""), str):
+                raise UsageError(f"{pack_path}: option {name}: '{key}' must be a string")
+        options[name] = OptionSpec(
+            name=name,
+            summary=entry.get("summary", name),
+            flag=entry.get("flag", f"--{name}"),
+            kind=kind,
+            default=default,
+            values=values,
+            tests=_strings(pack_path, table, f"option.{name}.tests"),
+            refusals=tuple(
+                _compile(pack_path, f"option {name}: refusals", p) for p in _strings(pack_path, table, f"option.{name}.refusals")
+            ),
+            refusal_files=_strings(pack_path, table, f"option.{name}.refusal_files"),
+            spelled=_spelled(pack_path, name, entry.get("spelled", {}), values),
+        )
+    return options
+
+
+def _with_option_tests(capture: CaptureSpec | None, options: dict[str, OptionSpec]) -> CaptureSpec | None:
+    """The capture analysis follows the branches the options' tests guard."""
+    tests = tuple((o.name, o.tests) for o in options.values() if o.tests)
+    if capture is None or not tests:
+        return capture
+    import dataclasses
+
+    return dataclasses.replace(capture, option_tests=tests)
+
+
+def _spelled(pack_path: Path, name: str, table: Any, values: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    if not isinstance(table, dict) or not all(isinstance(v, str) and k in values for k, v in table.items()):
+        raise UsageError(f"{pack_path}: option {name}: 'spelled' must map its values to strings")
+    return tuple(sorted(table.items()))
 
 
 def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
@@ -240,9 +338,10 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         walk_methods=tuple(data.get("walk_methods", [])),
         eagle3_members=_strings(pack_path, verdict, "verdict.eagle3_members"),
         capture_attributes=_strings(pack_path, verdict, "verdict.capture_attributes"),
-        capture=_capture_spec(pack_path, data.get("capture")),
+        capture=_with_option_tests(_capture_spec(pack_path, data.get("capture")), _options(pack_path, data.get("option", []))),
         plugin_groups=_strings(pack_path, _table(pack_path, data, "plugins"), "plugins.entry_point_groups"),
         plugin_model_pattern=_plugin_model_pattern(pack_path, _strings(pack_path, _table(pack_path, data, "plugins"), "plugins.model_patterns")),
+        options=_options(pack_path, data.get("option", [])),
         raw=data,
         digest=digest,
     )

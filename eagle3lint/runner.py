@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from eagle3lint.contract import Contract
     from eagle3lint.findings import Finding
     from eagle3lint.index import ProjectIndex, SummaryProvider
+    from eagle3lint.launch_options import EngineOptions
     from eagle3lint.models import ModelClass, UnresolvedEntry
     from eagle3lint.parallel import WorkerPool
 
@@ -50,6 +51,14 @@ def select_rules(
         if wanted:
             chosen.append(rule)
     return chosen
+
+
+def engine_options(engine: Engine, settings: Settings) -> EngineOptions:
+    """The launch configuration a run assumes: the settings' ``engine-options`` (``--engine-option``
+    adds to them) against the engine's rule pack, the rest at the release's defaults."""
+    from eagle3lint.launch_options import parse_options
+
+    return parse_options(settings.engine_options, engine.pack.options, engine.adapter.option_defaults(engine), engine.name)
 
 
 def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
@@ -96,6 +105,7 @@ def run_check(
     show); the fixes are stored with the result, so a warm run renders no diff either."""
     settings = settings or Settings()
     engine = customize_engine(engine, settings)
+    options = engine_options(engine, settings)
     if provider is not None:
         use_cache = False
     reporting_scope = list(scope)  # fixes are planned for what the caller asked about
@@ -116,7 +126,7 @@ def run_check(
             cached_contract = cache.load_contract(fingerprint) if hit is not None else None
             if hit is not None and cached_contract is not None:
                 hit["scope"] = [Path(p) for p in hit.get("scope", [])]
-                return CheckResult(engine=engine, contract=cached_contract, **hit)
+                return CheckResult(engine=engine, contract=cached_contract, options=options, **hit)
         from eagle3lint.contract import extract_contract
         from eagle3lint.parallel import WorkerPool, parse_serially
 
@@ -145,6 +155,7 @@ def run_check(
         # The rules load once the parse is under way: the workers forked without them.
         found = adapter.check_context(index, contract, scope, loaded)
         models, unresolved, ctx = found.models, found.unresolved, found.context
+        ctx.options = options
         result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
         fix_inputs: dict[str, str] = {}
         if with_fixes:
@@ -298,6 +309,7 @@ def _evaluate(
     for rule in analysis:
         if rule.after_verdicts:
             findings.extend(rule().check(ctx))
+    _record_codes(models, findings)
     chosen = {rule.code for rule in rules}
     findings = [f for f in findings if f.code in chosen]
     # The project's severities (``[tool.eagle3lint.severity]``): what a finding costs it, after
@@ -333,8 +345,18 @@ def _evaluate(
     errors = sorted(read | packaging, key=lambda e: (e.path, e.message))
     return CheckResult(
         engine, contract, findings, errors, models, unresolved, ctx.notes, index,
-        suppressed=len(outcome.suppressed), baselined=baselined, scope=scope,
+        suppressed=len(outcome.suppressed), baselined=baselined, scope=scope, options=ctx.options,
     )
+
+
+def _record_codes(models: list[ModelClass], findings: list[Finding]) -> None:
+    """Each model's finding codes, whatever the selection, suppressions and baseline report:
+    the support matrix shows every cause of a verdict."""
+    by_model: dict[tuple[str, str | None], set[str]] = {}
+    for finding in findings:
+        by_model.setdefault((finding.qualname, finding.variant), set()).add(finding.code)
+    for model in models:
+        model.codes = sorted(by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), ()))
 
 
 def _override_severities(findings: list[Finding], overrides: dict[str, str]) -> None:

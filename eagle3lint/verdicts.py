@@ -1,36 +1,58 @@
-"""One verdict per model class, from the rules' findings and the EAGLE-3 code the class has.
+"""One verdict per model class: what it has (its status) and what the engine does (its outcome).
 
-* ``supported``: it has EAGLE-3 code (its MRO, or an inner model it holds) and nothing wrong.
-* ``broken``: it has EAGLE-3 code (implements, inherits, declares or wraps part of the path) and
-  an error: the engine would crash, or the drafter would get the wrong hidden states.
-* ``not-implemented``: no EAGLE-3 code anywhere in it; the engine refuses it. Its member
-  findings are one cause, reported once as information (E3L020), never as errors.
-* ``unknown``: something the engine needs cannot be proven present or absent statically.
+The outcome, under the run's launch options, is the first active :class:`~eagle3lint.outcomes.Effect`
+of a launch: the findings' effects and the engine's own (a launch check that refuses an option).
+The status follows from it and from the EAGLE-3 code the class has:
+
+* ``supported``: it has EAGLE-3 code and the outcome is ``works``.
+* ``broken``: it has part of EAGLE-3 (implements, inherits, declares or wraps part of the path)
+  and the outcome is ``crash`` or ``silent``: every error is on such a model.
+* ``incomplete``: it has part or all of EAGLE-3 and the engine refuses it clearly (the protocol,
+  one member, an allow-list word missing): one step from working, a warning.
+* ``not-implemented``: no EAGLE-3 code anywhere in it; its outcome is whatever the release does
+  (a clear refusal, or a crash where the engine calls unguarded). Its member findings are one
+  cause, reported once as information (E3L020).
+* ``unknown``: what the engine does cannot be proven statically.
 * ``not-a-target``: draft heads, embedding, reward, encoder-only models.
 
-What counts as EAGLE-3 code is rule-pack data (``[verdict]`` in ``rules/<engine>.toml``): the
-members only EAGLE-3 uses and the attributes of the hidden-state capture.
+Severity follows the status (broken: error; incomplete: warning; not-implemented: info), and a
+finding whose launch options are off in this run is information that names them.
+What counts as EAGLE-3 code is rule-pack data (``[verdict]`` in ``rules/<engine>.toml``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from eagle3lint.outcomes import (
+    FAILS,
+    REFUSED,
+    WORKS,
+    ConditionalOutcome,
+    Effect,
+    first_effect,
+)
+from eagle3lint.outcomes import (
+    UNKNOWN as OUTCOME_UNKNOWN,
+)
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
     from eagle3lint.checks.context import CheckContext
     from eagle3lint.findings import Finding
     from eagle3lint.index import ClassRef, ProjectIndex
+    from eagle3lint.launch_options import EngineOptions
     from eagle3lint.models import ModelClass
 
 SUPPORTED = "supported"
 BROKEN = "broken"
+INCOMPLETE = "incomplete"
 NOT_IMPLEMENTED = "not-implemented"
 UNKNOWN = "unknown"
 NOT_A_TARGET = "not-a-target"
-STATUSES = (SUPPORTED, BROKEN, NOT_IMPLEMENTED, UNKNOWN, NOT_A_TARGET)
+STATUSES = (SUPPORTED, BROKEN, INCOMPLETE, NOT_IMPLEMENTED, UNKNOWN, NOT_A_TARGET)
 
 _MAX_DEPTH = 3
 
@@ -41,6 +63,11 @@ class Verdict:
     reason: str
     # Why the class counts as having EAGLE-3 code ("" when it has none).
     evidence: str = ""
+    # What the engine does under the run's options ("" for a class that is not a target), the
+    # engine's file:line for it, and the options under which it would differ.
+    outcome: str = ""
+    decided: Effect | None = None
+    conditions: tuple[ConditionalOutcome, ...] = field(default=())
 
 
 def model_key(model: ModelClass) -> tuple[str, str | None]:
@@ -85,8 +112,8 @@ def eagle3_evidence(index: ProjectIndex, ref: ClassRef, inner_choices: InnerChoi
 
 
 def decide(ctx: CheckContext, findings: list[Finding], rules: list[type[Rule]]) -> tuple[list[Finding], dict[tuple[str, str | None], Verdict]]:
-    """The verdict of every checked model, and the findings without the member gaps of models
-    that do not implement EAGLE-3 (E3L020 stands for them, once)."""
+    """The verdict of every checked model, each finding's severity from it, and the findings
+    without the member gaps of models that do not implement EAGLE-3 (E3L020 stands for them)."""
     by_code = {rule.code: rule for rule in rules}
     by_model: dict[tuple[str, str | None], list[Finding]] = {}
     for finding in findings:
@@ -105,7 +132,35 @@ def decide(ctx: CheckContext, findings: list[Finding], rules: list[type[Rule]]) 
     for model in ctx.models:
         verdict = verdicts[model_key(model)]
         model.status, model.status_reason = verdict.status, verdict.reason
-    return [f for f in findings if id(f) not in dropped], verdicts
+        model.outcome, model.decided, model.conditions = verdict.outcome, verdict.decided, list(verdict.conditions)
+    kept = [f for f in findings if id(f) not in dropped]
+    for finding in kept:
+        set_severity(finding, verdicts.get(finding_key(finding)), ctx.options)
+    return kept, verdicts
+
+
+def set_severity(finding: Finding, verdict: Verdict | None, options: EngineOptions) -> None:
+    """A finding's severity from its model's status: an error only where the model is broken
+    and this finding is a crash or a silent failure under the run's options."""
+    effect = finding.effect
+    if effect is None:
+        return
+    if not options.active(effect.condition):
+        finding.applies = False
+        finding.severity = "info"
+        described = options.describe(effect.condition)
+        finding.message += f" [only with {described}, which this run assumes off: `--engine-option` turns it on]"
+        return
+    if verdict is None or verdict.status == NOT_A_TARGET:
+        return  # a draft head or a class outside the checked models keeps its rule's severity
+    if effect.outcome == OUTCOME_UNKNOWN:
+        finding.severity = "info"
+    elif verdict.status == BROKEN and effect.outcome in FAILS:
+        finding.severity = "error"
+    elif effect.outcome in FAILS or effect.outcome == REFUSED:
+        finding.severity = "warning" if finding.severity == "error" or verdict.status == INCOMPLETE else finding.severity
+    if verdict.status != BROKEN and finding.severity == "error":
+        finding.severity = "warning"
 
 
 def _standing(findings: list[Finding]) -> list[Finding]:
@@ -115,32 +170,70 @@ def _standing(findings: list[Finding]) -> list[Finding]:
     return [f for f in findings if (f.code, f.method) not in replaced]
 
 
+def model_effects(ctx: CheckContext, model: ModelClass, own: list[Finding]) -> list[Effect]:
+    return [*(f.effect for f in own if f.effect is not None), *ctx.engine_effects(model)]
+
+
 def _verdict(ctx: CheckContext, model: ModelClass, own: list[Finding], by_code: dict[str, type[Rule]]) -> Verdict:
     from eagle3lint.models import TARGET
 
     if model.kind != TARGET:
         return Verdict(NOT_A_TARGET, model.reason)
-    errors = [f for f in own if f.severity == "error"]
-    unprovable = [f for f in own if getattr(by_code.get(f.code), "unprovable", False)]
     evidence, undecided = eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)
-    codes = ", ".join(sorted({f.code for f in errors}))
-    if errors:
-        if evidence or any(getattr(by_code.get(f.code), "regression", False) for f in errors):
-            return Verdict(BROKEN, f"{codes}: {_first_line(errors[0].message)}", evidence)
-        return Verdict(NOT_IMPLEMENTED, "no EAGLE-3 code in the class, its bases or its inner models")
-    if unprovable:
-        return Verdict(UNKNOWN, f"{unprovable[0].code}: {_first_line(unprovable[0].message)}", evidence)
+    effects = model_effects(ctx, model, own)
+    options = ctx.options
+    decided = first_effect([e for e in effects if options.active(e.condition)])
+    regression = any(getattr(by_code.get(f.code), "regression", False) for f in own if f.effect is decided)
+    has_eagle3 = bool(evidence) or regression
+    conditions = tuple(_conditions(ctx, effects, decided))
+    outcome = decided.outcome if decided else WORKS
+    proof = decided
+    why = _because(decided)
+    if decided is not None and decided.outcome in FAILS:
+        if has_eagle3:
+            return Verdict(BROKEN, f"{outcome}: {why}", evidence, outcome, proof, conditions)
+        return Verdict(NOT_IMPLEMENTED, f"no EAGLE-3 code in the class, its bases or its inner models; {outcome}: {why}", "", outcome, proof, conditions)
+    if decided is not None and decided.outcome == REFUSED:
+        if has_eagle3:
+            return Verdict(INCOMPLETE, f"refused: {why}", evidence, outcome, proof, conditions)
+        return Verdict(NOT_IMPLEMENTED, f"no EAGLE-3 code in the class, its bases or its inner models; refused: {why}", "", outcome, proof, conditions)
+    if decided is not None:  # unknown
+        return Verdict(UNKNOWN, why, evidence, outcome, proof, conditions)
     if not evidence and undecided:
-        return Verdict(UNKNOWN, "cannot tell whether it has EAGLE-3 code (a base outside the engine)")
+        return Verdict(UNKNOWN, "cannot tell whether it has EAGLE-3 code (a base outside the engine)", "", OUTCOME_UNKNOWN, None, conditions)
     if not evidence:
-        return Verdict(NOT_IMPLEMENTED, "no EAGLE-3 code in the class, its bases or its inner models")
-    warnings = sorted({f.code for f in own if f.severity == "warning"})
+        return Verdict(NOT_IMPLEMENTED, "no EAGLE-3 code in the class, its bases or its inner models", "", OUTCOME_UNKNOWN, None, conditions)
+    warnings = sorted({f.code for f in own if f.severity == "warning" and f.effect is None})
     tail = f"; warnings: {', '.join(warnings)}" if warnings else ""
-    return Verdict(SUPPORTED, f"EAGLE-3 interface complete ({evidence}){tail}", evidence)
+    return Verdict(SUPPORTED, f"EAGLE-3 interface complete ({evidence}){tail}", evidence, WORKS, None, conditions)
 
 
-def _first_line(message: str) -> str:
-    return message.split("\n", 1)[0]
+def _because(effect: Effect | None) -> str:
+    if effect is None:
+        return ""
+    code = f"{effect.code}: " if effect.code else ""
+    return f"{code}{effect.reason}"
+
+
+def _conditions(ctx: CheckContext, effects: list[Effect], decided: Effect | None) -> list[ConditionalOutcome]:
+    """The options under which the outcome would differ: each condition of an effect that does
+    not act in this run, tried on its own. Refusals every target shares (a launch check of the
+    engine) are said once per run, not on every row."""
+    options = ctx.options
+    current = decided.outcome if decided else WORKS
+    shared = {e.condition for e in ctx.launch_effects()}
+    out: list[ConditionalOutcome] = []
+    seen: set[tuple[tuple[str, str], ...]] = set()
+    for effect in sorted(effects, key=lambda e: e.stage):
+        condition = effect.condition
+        if not condition or options.active(condition) or condition in seen or condition in shared:
+            continue
+        seen.add(condition)
+        with_it = first_effect([e for e in effects if options.active(e.condition) or e.condition == condition])
+        if with_it is None or with_it.outcome == current:
+            continue
+        out.append(ConditionalOutcome(condition, options.describe(condition), with_it.outcome, with_it.evidence, _because(with_it)))
+    return out
 
 
 def status_counts(models: list[ModelClass]) -> dict[str, int]:
@@ -149,4 +242,15 @@ def status_counts(models: list[ModelClass]) -> dict[str, int]:
     for model in models:
         if model.status in counts:
             counts[model.status] += 1
+    return counts
+
+
+def outcome_counts(models: list[ModelClass]) -> dict[str, int]:
+    """How many target models have each outcome (classes that are not targets have none)."""
+    from eagle3lint.outcomes import OUTCOMES
+
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for model in models:
+        if model.outcome in counts:
+            counts[model.outcome] += 1
     return counts

@@ -21,6 +21,9 @@ REMAINING = {
     "fix_vllm_collect": [("E3L011", "OddForCausalLM")],
     "fix_vllm_pp": [("E3L105", "SlicedForCausalLM")],
 }
+# Whether those fail the run (fail-on warning): the PP finding holds only with pipeline
+# parallelism, which a run assumes off unless `--engine-option pp` says so: information.
+FAILS_AFTER = {name: bool(left) and name != "fix_vllm_pp" for name, left in REMAINING.items()}
 GOLDEN = sorted(REMAINING)
 
 
@@ -33,7 +36,7 @@ def _remaining(root: Path) -> list[tuple[str, str]]:
 def test_apply_turns_before_into_after(name: str, tmp_path: Path) -> None:
     root = copy_before(name, tmp_path)
     done = run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
-    assert done.returncode == (1 if REMAINING[name] else 0), done.stderr
+    assert done.returncode == (1 if FAILS_AFTER[name] else 0), done.stderr
     assert "not fixed" not in done.stderr
     assert differing(tree_bytes(root), tree_bytes(golden_after(name))) == []
     assert done.stdout == ""
@@ -53,7 +56,7 @@ def test_second_run_is_empty_and_every_file_compiles(name: str, tmp_path: Path) 
     run_cli("fix", "--apply", "--unsafe-fixes", root / MODELS)
     again = run_cli("fix", "--unsafe-fixes", root / MODELS)
     assert again.stdout == ""
-    assert again.returncode == (1 if REMAINING[name] else 0), again.stderr
+    assert again.returncode == (1 if FAILS_AFTER[name] else 0), again.stderr
     for path in (root / MODELS).glob("*.py"):
         compile(path.read_text(), str(path), "exec")
 
@@ -63,7 +66,7 @@ def test_dry_run_diff_is_the_golden_change_and_writes_nothing(name: str, tmp_pat
     root = copy_before(name, tmp_path)
     before = tree_bytes(root)
     done = run_in(root, "fix", "--unsafe-fixes", MODELS)
-    assert done.returncode == 1
+    assert done.returncode == (1 if FAILS_AFTER[name] or name != "fix_vllm_pp" else 0)
     assert tree_bytes(root) == before
     assert done.stdout.startswith("--- vllm/model_executor/models/")
     patched = subprocess.run(["patch", "-p0", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)

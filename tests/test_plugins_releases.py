@@ -45,7 +45,7 @@ def test_vllm_ascend_registrations_are_found_and_checked_against_its_vllm() -> N
     # calls the setter without checking supports_eagle3(): it is broken.
     assert qwen2["status"] == "broken"
     (finding,) = [f for f in report["findings"] if f["class"] == "CustomQwen2ForCausalLM"]
-    assert finding["code"] == "E3L001" and "unguarded: AttributeError at start-up" in finding["message"]
+    assert finding["code"] == "E3L001" and "unguarded: a bare AttributeError at start-up" in finding["message"]
     assert any(r["path"].endswith("vllm_ascend/worker/model_runner_v1.py") and r["line"] == 2701 for r in finding["related"])
     # A new architecture (not an upstream one) is not a replacement.
     assert "replaces" not in models["PanguProMoEForCausalLM"].get("origin", "")

@@ -18,33 +18,51 @@ PLAIN = TREE / "sglang/srt/models/plain.py"
 def test_models_json_is_the_support_matrix() -> None:
     code, data = run_json("models", TREE, "--format", "json")
     assert code == 0
-    assert data["version"] == 1 and data["engine"]["name"] == "sglang"
+    assert data["version"] == 2 and data["engine"]["name"] == "sglang"
     rows = {m["class"]: m for m in data["models"]}
     assert {name: row["status"] for name, row in rows.items()} == EXPECTED["statuses"]
+    keys = {"class", "architectures", "path", "line", "kind", "variant", "status", "outcome", "reason", "evidence", "conditions", "codes", "fix"}
     for row in rows.values():
-        assert set(row) == {"class", "architectures", "path", "line", "kind", "variant", "status", "reason", "codes", "fix"}
+        assert set(row) == keys
         assert row["reason"]
+        # A target has an outcome; a class that is not one has none.
+        assert (row["outcome"] is None) == (row["status"] == "not-a-target")
     kimi_like = rows["WrapperAttrForConditionalGeneration"]
     assert kimi_like["codes"] == ["E3L004"] and kimi_like["fix"] == {"applicability": "safe"}
+    # The fixture's engine calls the setter bare: a crash, with the call site as its evidence.
+    assert kimi_like["outcome"] == "crash" and kimi_like["evidence"]["path"].endswith(".py") and kimi_like["evidence"]["line"] > 0
     assert rows["PlainForCausalLM"]["codes"] == ["E3L020"]
     assert rows["FixLlamaForCausalLM"]["codes"] == [] and rows["FixLlamaForCausalLM"]["fix"] is None
+    assert rows["FixLlamaForCausalLM"]["outcome"] == "works" and rows["FixLlamaForCausalLM"]["evidence"] is None
     assert data["summary"]["by_status"]["broken"] == list(EXPECTED["statuses"].values()).count("broken")
+    assert data["summary"]["by_outcome"]["works"] == list(EXPECTED["statuses"].values()).count("supported")
+    assert data["options"]["all"] is False
 
 
-def test_models_table_and_markdown() -> None:
+def test_models_table_fits_100_columns_and_markdown_is_one_table() -> None:
     table = run_cli("models", TREE)
     assert table.returncode == 0
     lines = table.stdout.splitlines()
-    assert lines[0].split()[:4] == ["status", "class", "fix", "codes"]
+    assert lines[0].split()[:5] == ["status", "outcome", "class", "fix", "reason"]
     assert lines[1].startswith("broken ")  # what needs action comes first
+    assert max(len(line) for line in lines) <= 100
     counts = EXPECTED["statuses"]
-    assert lines[-1].startswith(f"sglang 0.0.1+fixture: {len(counts)} model classes: ")
-    assert f"{list(counts.values()).count('supported')} supported" in lines[-1]
+    summary = " ".join(lines[lines.index(next(x for x in lines if x.startswith("sglang 0.0.1+fixture: "))):])
+    assert summary.startswith(f"sglang 0.0.1+fixture: {len(counts)} model classes: ")
+    assert f"{list(counts.values()).count('supported')} supported" in summary and "outcomes: " in summary
+    verbose = run_cli("models", TREE, "-v").stdout
+    assert "    engine: " in verbose and max(len(line) for line in verbose.splitlines()) > 100
     markdown = run_cli("models", TREE, "--format", "markdown")
     assert markdown.returncode == 0
     assert markdown.stdout.startswith("# EAGLE-3 support in sglang 0.0.1+fixture\n")
-    assert "| Architecture | Class | Status | Fix | Notes |" in markdown.stdout
-    assert "| PlainForCausalLM | `PlainForCausalLM` (" in markdown.stdout and "not implemented" in markdown.stdout
+    header = "| Class | Architectures | Status | Outcome | Conditions | Reason | Fix |"
+    assert markdown.stdout.count(header) == 1
+    rows = [line for line in markdown.stdout.splitlines() if line.startswith("| `")]
+    assert all(line.count(" | ") == 6 for line in rows)
+    plain = next(line for line in rows if line.startswith("| `PlainForCausalLM` |"))
+    # SGLang's architecture is the class's own name: not repeated; the reason names the rule.
+    assert plain.startswith("| `PlainForCausalLM` |  | not implemented | crash |") and "(missing-target-method)" in plain
+    assert "E3L0" not in markdown.stdout
     assert "FixEmbeddingModel" not in markdown.stdout  # not a target: left out of the page
 
 

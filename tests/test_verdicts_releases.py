@@ -41,13 +41,17 @@ def test_every_checked_model_has_one_verdict_and_errors_only_where_broken(matric
     matrix = matrices[spec]
     counts = Counter(m["status"] for m in matrix["models"])
     assert counts == {k: v for k, v in matrix["summary"]["by_status"].items() if v}
-    assert counts["supported"] >= 25 and counts["not-implemented"] >= 50 and counts["broken"] >= 5
+    # Most models with part of EAGLE-3 are refused clearly (incomplete); few really crash.
+    assert counts["supported"] >= 25 and counts["not-implemented"] >= 50 and counts["broken"] + counts["incomplete"] >= 25 and counts["broken"] >= 1
     _, report = run_json("check", "--release", spec, "--format", "json")
     statuses = {(m["class"], m.get("variant")): m["status"] for m in report["models"] if m.get("status")}
     for finding in report["findings"]:
         status = statuses.get((finding["class"], finding.get("variant")))
         if finding["severity"] == "error" and status not in (None, "not-a-target"):
-            assert status == "broken", finding["message"]
+            # An error means broken: a crash or a silent failure under the run's options.
+            assert status == "broken" and finding["outcome"] in ("crash", "silent"), finding["message"]
+        if status == "incomplete":
+            assert finding["severity"] != "error", finding["message"]
         if finding["code"] == "E3L020":
             assert status == "not-implemented" and finding["severity"] == "info"
     # No model without EAGLE-3 code is an error any more; each is one information finding.

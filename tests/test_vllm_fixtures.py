@@ -127,12 +127,14 @@ def test_protocol_not_declared_names_the_missing_flag(reports: dict[str, dict[st
 
 
 def test_one_line_away_stands_for_the_members_the_protocol_supplies(reports: dict[str, dict[str, Any]]) -> None:
-    """Undeclared but ready: one finding, with the severity of the members it stands for and
-    their call sites, not an error per member beside an information note."""
+    """Undeclared but ready: one finding, with the call sites of the members it stands for, not
+    a finding per member beside an information note. The runner refuses the model clearly: a
+    warning on an incomplete model, outcome refused, the check function its evidence."""
     findings = [f for f in reports["vllm_modern"]["findings"] if f["class"] == "UndeclaredForCausalLM"]
-    assert [(f["code"], f["severity"]) for f in findings] == [("E3L013", "error")]
+    assert [(f["code"], f["severity"], f["outcome"]) for f in findings] == [("E3L013", "warning", "refused")]
+    assert findings[0]["evidence"]["path"].endswith("gpu_model_runner.py")
     message = findings[0]["message"]
-    assert "does not declare SupportsEagle3" in message and "start-up fails" in message
+    assert "does not declare SupportsEagle3" in message and "refuses EAGLE-3 with its own error" in message
     assert "`set_aux_hidden_state_layers`" in message and "`get_eagle3_default_aux_hidden_state_layers`" in message
     assert {Path(r["path"]).name for r in findings[0]["related"]} == {"gpu_model_runner.py"}
     wrapper = [f["code"] for f in reports["vllm_modern"]["findings"] if f["class"] == "UndeclaredWrapperForConditionalGeneration"]
@@ -172,7 +174,8 @@ def test_guard_kind_follows_the_tree(reports: dict[str, dict[str, Any]]) -> None
     legacy = [f for f in reports["vllm_legacy"]["findings"] if f["code"] in ("E3L001", "E3L020")]
     stubs = [f for f in reports["vllm_stubs"]["findings"] if f["code"] in ("E3L001", "E3L020")]
     assert legacy and all("unguarded" in f["message"] for f in legacy)
-    assert stubs and all("guarded with an error" in f["message"] for f in stubs)
+    assert stubs and all("refuses EAGLE-3 with its own error" in f["message"] for f in stubs)
+    assert {f["outcome"] for f in legacy} == {"crash"} and {f["outcome"] for f in stubs} == {"refused"}
 
 
 def test_import_time_class_is_unresolved_with_the_reason() -> None:

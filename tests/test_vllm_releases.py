@@ -40,7 +40,8 @@ def test_0_11_0_reports_qwen3_moe() -> None:
     assert code == 0
     found = {(f["code"], f["method"]) for f in data["findings"] if f["class"] == "Qwen3MoeForCausalLM"}
     assert found == {("E3L020", "set_aux_hidden_state_layers")}
-    assert all("guarded with an error" in f["message"] for f in data["findings"])
+    assert all("refuses EAGLE-3 with its own error" in f["message"] for f in data["findings"])
+    assert {f["outcome"] for f in data["findings"]} == {"refused"}
     statuses = {m["class"]: m["status"] for m in data["models"] if m.get("status")}
     assert statuses["Qwen3MoeForCausalLM"] == "not-implemented"
     _, fixed = _check("vllm==0.11.1", f"{MODELS}/qwen3_moe.py")
@@ -101,7 +102,8 @@ def test_0_33_0_findings_are_believable(v033: dict[str, Any]) -> None:
         f for f in v033["findings"]
         if f["code"] in ("E3L001", "E3L004") and f["method"] in members and (f["class"], f.get("variant")) in one_line
     ]
-    assert {f["severity"] for f in v033["findings"] if f["code"] == "E3L013"} == {"error"}
+    # supports_eagle3() is false for them: the runner refuses them clearly (warnings, refused).
+    assert {(f["severity"], f["outcome"]) for f in v033["findings"] if f["code"] == "E3L013"} == {("warning", "refused")}
     # The deep protocol errors are few, and each was read in the source: a SupportsEagle3 model
     # whose holder lacks the mixin, or whose decoder never collects.
     # One cause, one finding: a holder without the mixin does not collect either (E3L010 says
@@ -153,11 +155,15 @@ def test_contract_shapes_at_both_ends_complete_without_errors(spec: str) -> None
     if spec == "vllm==0.9.2":
         # No protocol: only the call-site rules and the pipeline-parallel capture rule can fire, and
         # the live getter is never stale. Llama's decoder loop numbers a PP rank's layers from 0 in
-        # this release (fixed upstream in 0.30): that warning is its only finding.
+        # this release (fixed upstream in 0.30): its only finding, information with PP off, an
+        # error (silent: the wrong layers captured) when the run assumes PP.
         allowed = {"E3L001", "E3L004", "E3L005", "E3L011", "E3L020", "E3L105"}
         assert {f["code"] for f in data["findings"]} <= allowed
         llama = [(f["code"], f["severity"]) for f in data["findings"] if f["class"] == "LlamaForCausalLM"]
-        assert llama == [("E3L105", "warning")]
+        assert llama == [("E3L105", "info")]
+        _, with_pp = _check(spec, f"{MODELS}/llama.py", "--engine-option", "pp")
+        llama_pp = [(f["code"], f["severity"], f["outcome"]) for f in with_pp["findings"] if f["class"] == "LlamaForCausalLM"]
+        assert llama_pp == [("E3L105", "error", "silent")]
     else:
         assert not [f for f in data["findings"] if f["class"] == "LlamaForCausalLM" and f["code"] in PROTOCOL_ERRORS]
 

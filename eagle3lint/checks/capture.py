@@ -17,6 +17,7 @@ from eagle3lint.checks.context import CheckContext
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass
+from eagle3lint.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
 
 
 def capture_analysis(ctx: CheckContext) -> CaptureAnalysis:
@@ -147,14 +148,17 @@ class CaptureStateNeverRead(Rule):
         message = (
             f"`{model.summary.name}`'s EAGLE-3 setter (`{setter.owner.qualname}.{spec.eagle3_setter}`) writes {written}, "
             f"but `{reads.where}` (`{where}`: `{holder.qualname}`) {reads_text}: with EAGLE-3 on nothing is captured, "
-            "and the target's forward fails unpacking `(hidden_states, aux_hidden_states)` or the drafter gets no states"
+            "and the first forward fails unpacking `(hidden_states, aux_hidden_states)` from a bare tensor (or packing "
+            "an empty list of aux states)"
         )
         related = _where(ctx, setter.owner, setter.function.lineno, f"{setter.owner.qualname}.{spec.eagle3_setter}: the writes")
         forward = _forward_line(ctx, holder)
         if forward is not None:
             related += _where(ctx, forward[0], forward[1], f"{reads.where}: what the capture reads")
+        evidence = related[-1] if forward is not None and related else None
         finding = ctx.finding(
             CaptureStateNeverRead, model, spec.eagle3_setter, message, [],
+            effect=Effect(CRASH, STAGE_FORWARD, evidence, reason=f"`{holder.qualname}` never captures what the setter asks for", code=self.code),
             data={
                 "holder": str(holder), "holder_ref": [holder.module, holder.qualname], "path": list(via), "problem": problem,
                 "writes": [w.name for w in writes], "reads": sorted(reads.markers | reads.attributes),
@@ -266,6 +270,10 @@ class AuxNotHandedOff(Rule):
                 line=forward.function.lineno if own else None,
                 column=forward.function.col + 1 if own else None,
                 data={"owner": str(forward.owner), "owner_ref": [forward.owner.module, forward.owner.qualname], "aux": name, "calls": lines},
+                effect=Effect(
+                    SILENT, STAGE_FORWARD, next(iter(_where(ctx, forward.owner, lines[0], f"`{spec.logits_call}` without the aux states")), None),
+                    reason=f"`{forward.owner.qualname}.forward` drops the aux hidden states", code=self.code,
+                ),
             )
             if not own:
                 finding.related = _where(ctx, forward.owner, forward.function.lineno, f"`{forward.owner.qualname}.forward`")
@@ -306,6 +314,9 @@ class CaptureFlagNotInitialised(Rule):
 
     code = "E3L103"
     name = "capture-flag-not-initialised"
+    # Without EAGLE-3 the model fails; with it the setter runs first on current engines, so it
+    # is no EAGLE-3 outcome: a warning.
+    severity = "warning"
     family = "capture"
     fix_safety = "safe"
 
@@ -413,4 +424,85 @@ class CaptureOffsetMismatch(Rule):
                 break
 
 
-CAPTURE_RULES: tuple[type[Rule], ...] = (CaptureStateNeverRead, AuxNotHandedOff, CaptureFlagNotInitialised, CaptureOffsetMismatch)
+class CaptureSkippedUnderOption(Rule):
+    """
+    ## What it does
+    Reports a target whose decoder captures the EAGLE-3 hidden states in a loop that a launch
+    option's branch skips or cuts short: `if forward_batch.can_run_tbo:` running the layers
+    another way (`model_forward_stages(...)`) with the capture loop in the other branch, or
+    rebinding the loop's range (`normal_end_layer = self.first_k_dense_replace`) so that only
+    the first layers run through it. Which options a forward tests, and how, is rule-pack data
+    (`[[option]] tests`); a test that also checks the capture state (`... and not
+    self.layers_to_capture`, set by the EAGLE-3 setter) turns the branch off and is fine.
+
+    ## Why is this bad?
+    The option is allowed with EAGLE-3, and the server starts. On the first batch that takes
+    the option's branch the decoder captures fewer states than requested, or none: the causal
+    LM's forward fails unpacking `(hidden_states, aux_hidden_states)` from a bare tensor, or
+    the packer raises `captured k of 3 aux hidden states`. It holds only with the option on:
+    information otherwise, naming it; an error under `--engine-option <name>` (or `all`).
+
+    ## Example
+    ```python
+    if forward_batch.can_run_tbo:
+        hidden_states = model_forward_stages(layers=self.layers, enable_tbo=True, ...)
+    else:
+        for i in range(self.start_layer, self.end_layer):
+            hidden_states = layer(..., captured_last_layer_outputs=aux if i in self.layers_to_capture else None)
+    ```
+    Use instead: take the option's branch only when nothing is captured
+    (`if forward_batch.can_run_tbo and not self.layers_to_capture:`), as SGLang's MiMo-V2 does.
+
+    ## Fix safety
+    Display-only: which path to keep is the author's call.
+    """
+
+    code = "E3L107"
+    name = "capture-skipped-under-option"
+    family = "capture"
+
+    def check(self, ctx: CheckContext) -> Iterable[Finding]:
+        specs = ctx.pack.options
+        analysis = _analysis(ctx)
+        for model, _setter, writes in _setter_writes(ctx):
+            written: dict[ClassRef, set[str]] = {}
+            for write in writes:
+                written.setdefault(write.holder, set()).add(write.name)
+            reported: set[str] = set()
+            for holder, names in written.items():
+                reads = analysis.reads(holder)
+                for loop in reads.loops:
+                    if not loop.captures:
+                        continue
+                    for option, exempt, line in loop.option_skips:
+                        spec = specs.get(option)
+                        if spec is None or option in reported or set(exempt) & names:
+                            continue
+                        reported.add(option)
+                        yield self._finding(ctx, model, holder, reads.where, loop.line, line, spec.name, spec.describe(spec.on_value()), spec.on_value())
+
+    def _finding(self, ctx: CheckContext, model: ModelClass, holder: ClassRef, where: str, loop_line: int, test_line: int, option: str, described: str, value: str) -> Finding:
+        spec = ctx.pack.capture
+        assert spec is not None
+        forward = _forward_line(ctx, holder)
+        evidence = next(iter(_where(ctx, forward[0], test_line, f"the {option} branch of `{where}`")), None) if forward else None
+        finding = ctx.finding(
+            CaptureSkippedUnderOption, model, "forward",
+            f"with {described}, `{where}` (`{holder.qualname}`) runs the layers outside its capture loop (line {loop_line}) "
+            f"on the batches that take the branch at line {test_line}: it captures fewer aux hidden states than requested "
+            "(or none), and the forward fails unpacking or packing them",
+            [],
+            effect=Effect(CRASH, STAGE_FORWARD, evidence, ((option, value),), f"`{holder.qualname}` skips its capture with {described}", self.code),
+            data={"holder": str(holder), "option": option, "test_line": test_line, "loop_line": loop_line},
+        )
+        finding.related = [evidence] if evidence is not None else []
+        return finding
+
+
+CAPTURE_RULES: tuple[type[Rule], ...] = (
+    CaptureStateNeverRead,
+    AuxNotHandedOff,
+    CaptureFlagNotInitialised,
+    CaptureOffsetMismatch,
+    CaptureSkippedUnderOption,
+)

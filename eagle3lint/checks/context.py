@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
+from eagle3lint.launch_options import EngineOptions
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
+from eagle3lint.outcomes import CRASH, REFUSED, STAGE_LAUNCH, WORKS, Effect, member_stage
 from eagle3lint.rulepack import RulePack
 from eagle3lint.suppressions import Suppression
 
@@ -45,6 +47,8 @@ class CheckContext:
     unused_suppressions: dict[str, list[Suppression]] = field(default_factory=dict)
     # Filled once every rule ran: each checked model's verdict, by (qualname, variant).
     verdicts: dict[tuple[str, str | None], Verdict] = field(default_factory=dict)
+    # The launch configuration the run assumes (``--engine-option``, ``engine-options``).
+    options: EngineOptions = field(default_factory=EngineOptions)
     _states: dict[tuple[ClassRef, str], MemberState] = field(default_factory=dict)
     _shared: dict[str, Any] = field(default_factory=dict)
     _inference: InnerModelInference | None = None
@@ -203,6 +207,45 @@ class CheckContext:
             return MemberState("delegated", lookup, attr, held[0])
         return MemberState("present", lookup)
 
+    # ---- outcomes -------------------------------------------------------------------------
+    def gap_effect(self, members: list[str], sites: list[ContractSite], reason: str = "", code: str = "") -> Effect:
+        """What lacking ``members`` does: the first the engine reaches (the rule pack lists them
+        in that order) decides. A bare call of it anywhere (a runner, a plugin's proposer) is a
+        crash (``AttributeError``); where every call is behind the engine's own check that
+        raises, the engine refuses EAGLE-3 clearly."""
+        order = list(self.pack.members)
+        first = min(members, key=lambda m: order.index(m) if m in order else len(order))
+        reached = [s for s in sites if s.member == first and s.fatal] or [s for s in sites if s.fatal]
+        bare = [s for s in reached if s.guard == "none"]
+        chosen = bare or reached
+        outcome = CRASH if bare else REFUSED if reached else WORKS
+        evidence = self.related_for(chosen[:1])[0] if chosen else None
+        position = order.index(first) if first in order else len(order)
+        return Effect(outcome, member_stage(position), evidence, reason=reason or f"lacks `{first}`", code=code)
+
+    def engine_effects(self, model: ModelClass) -> list[Effect]:
+        """What the engine does to a target besides its findings: the launch checks that refuse
+        EAGLE-3 under an option (every target alike). Adapters add their own."""
+        return list(self.launch_effects()) if model.kind == TARGET else []
+
+    def launch_effects(self) -> list[Effect]:
+        """The engine's launch checks that refuse EAGLE-3 under an option, as effects every
+        target shares (said once per run, not on each model's row)."""
+        return self.shared("launch-effects", self._launch_effects)
+
+    def _launch_effects(self) -> list[Effect]:
+        engine = self.index.engine
+        effects = []
+        for refusal in self.contract.launch_refusals:
+            spec = self.pack.options.get(refusal.option)
+            if spec is None:
+                continue
+            evidence = Related(str(engine.absolute(refusal.path)), refusal.line, f"the engine refuses the launch: {refusal.message}")
+            effects.append(
+                Effect(REFUSED, STAGE_LAUNCH, evidence, ((spec.name, spec.on_value()),), f"this release refuses EAGLE-3 with {spec.describe(spec.on_value())}")
+            )
+        return effects
+
     # ---- finding helpers ------------------------------------------------------------------
     def model_note(self, model: ModelClass) -> str:
         """What the engine says of the model besides its members, appended to its findings."""
@@ -236,6 +279,7 @@ class CheckContext:
         line: int | None = None,
         column: int | None = None,
         data: dict[str, object] | None = None,
+        effect: Effect | None = None,
     ) -> Finding:
         return Finding(
             code=rule.code,  # type: ignore[attr-defined]
@@ -251,6 +295,7 @@ class CheckContext:
             related=self.related_for(sites),
             data=data or {},
             variant=model.variant,
+            effect=effect,
         )
 
 
@@ -263,8 +308,8 @@ def guard_phrase(sites: list[ContractSite]) -> str:
     count = len(sites)
     where = f"{count} call site{'s' if count != 1 else ''}"
     if "none" in guards:
-        return f"unguarded: AttributeError at start-up; {where}"
-    return f"guarded with an error: start-up fails; {where}"
+        return f"unguarded: a bare AttributeError at start-up; {where}"
+    return f"the engine checks for it and refuses EAGLE-3 with its own error; {where}"
 
 
 def role_phrase(model: ModelClass) -> str:

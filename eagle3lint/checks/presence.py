@@ -15,6 +15,7 @@ from eagle3lint.checks.context import (
 from eagle3lint.contract import ContractSite
 from eagle3lint.findings import Finding
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass
+from eagle3lint.outcomes import CRASH, SILENT, UNKNOWN, Effect, member_stage
 from eagle3lint.rulepack import MemberSpec
 
 
@@ -92,6 +93,7 @@ class MissingTargetMethod(Rule):
                     "call_args": max(s.positional_args for s in sites if s.member == first.name),
                     "members": names,
                 },
+                effect=ctx.gap_effect(names, sites, code=self.code),
             )
 
 
@@ -139,6 +141,7 @@ class MissingDraftMethod(Rule):
                     f"on the {algorithm} draft model ({guard_phrase(sites)}); {describe_member(spec)}",
                     sites,
                     severity=severity_for(sites),
+                    effect=ctx.gap_effect([member.name], sites, code=self.code),
                 )
 
 
@@ -191,6 +194,7 @@ class StubMethod(Rule):
                     path=owner_module.path if owner_module else model.path,
                     line=fn.lineno,
                     column=fn.col + 1,
+                    effect=_stub_effect(ctx, member.name, fn.always_raises, sites, self.code),
                 )
 
 
@@ -283,6 +287,7 @@ class WrapperDelegationGap(Rule):
             message,
             sites,
             severity=severity_for(sites),
+            effect=_delegation_effect(ctx, names, sites, state, first),
             data={
                 "delegate": state.inner_attr,
                 "inner_class": str(state.inner_class),
@@ -356,6 +361,10 @@ class SignatureMismatch(Rule):
                     path=owner_module.path if owner_module else model.path,
                     line=fn.lineno,
                     column=fn.col + 1,
+                    effect=Effect(
+                        CRASH, _stage(ctx, member.name), ctx.related_for(bad[:1])[0],
+                        reason=f"`{member.name}` cannot take the engine's arguments (TypeError)", code=self.code,
+                    ),
                 )
 
 
@@ -406,6 +415,10 @@ class PresenceNotProvable(Rule):
                     f"the {role_phrase(model)} model ({guard_phrase(sites)}): {why}",
                     sites,
                     severity="info",
+                    effect=Effect(
+                        UNKNOWN, _stage(ctx, member.name), ctx.related_for(sites[:1])[0] if sites else None,
+                        reason=f"cannot prove it has `{member.name}`: {why}", code=self.code,
+                    ),
                 )
 
 
@@ -492,6 +505,30 @@ class StaleInterfaceOverride(Rule):
                     )
 
 
+def _delegation_effect(ctx: CheckContext, names: list[str], sites: list[ContractSite], state: MemberState, first: str) -> Effect:
+    """A wrapper that lacks the member meets the engine's guard (a refusal where it has one); a
+    wrapper that has it and forwards to a class without it passes every guard and crashes inside
+    its own method (``AttributeError``)."""
+    if state.lookup.status == "missing":
+        return ctx.gap_effect(names, sites, reason=f"does not delegate `{first}` to `self.{state.inner_attr}`", code=WrapperDelegationGap.code)
+    evidence = ctx.related_for(sites[:1])[0] if sites else None
+    return Effect(CRASH, _stage(ctx, first), evidence, reason=f"`{first}` forwards to `self.{state.inner_attr}`, which lacks it", code=WrapperDelegationGap.code)
+
+
+def _stage(ctx: CheckContext, member: str) -> float:
+    order = list(ctx.pack.members)
+    return member_stage(order.index(member) if member in order else len(order))
+
+
+def _stub_effect(ctx: CheckContext, member: str, raises: bool, sites: list[ContractSite], code: str) -> Effect:
+    """A stub that raises crashes; the capture setter that does nothing leaves the drafter
+    without states; any other stub hands the engine ``None`` where it unpacks a value."""
+    spec = ctx.pack.capture
+    silent = not raises and spec is not None and member in spec.setters and spec.uncaptured == SILENT
+    evidence = ctx.related_for(sites[:1])[0] if sites else None
+    return Effect(SILENT if silent else CRASH, _stage(ctx, member), evidence, reason=f"`{member}` is a stub", code=code)
+
+
 def _names(names: list[str], quote_only: bool = False) -> str:
     """```a```, ```a`` and ``b```: class names by their last part unless ``quote_only``."""
     quoted = [f"`{n if quote_only else n.rsplit('.', 1)[-1]}`" for n in names]
@@ -563,6 +600,7 @@ class MissingAttributeChain(Rule):
                     sites,
                     severity=severity_for(sites),
                     data={"chain": member.name, "link": link},
+                    effect=ctx.gap_effect([member.name], sites, reason=f"lacks `{member.name}` (read off the target)", code=self.code),
                 )
                 break
 

@@ -83,6 +83,7 @@ class Eagle3NotImplemented(Rule):
                 sites,
                 severity=self.severity,
                 data={"members": names, "implement_as": "E3L001"},
+                effect=ctx.gap_effect(names, sites, code=self.code) if sites else None,
             )
 
 
@@ -147,6 +148,7 @@ class ReplacementDropsEagle3(Rule):
                 f"{', '.join(model.architectures) or 'this architecture'} stops working{lacks}",
                 sites,
                 data={"members": names, "replaced": str(replaced), "replaces": [[code, n] for n in names for code in ("E3L001", "E3L004")]},
+                effect=ctx.gap_effect(names, sites, reason=f"replaces `{replaced.qualname}` with a class without EAGLE-3", code=self.code) if sites else None,
             )
 
 

@@ -61,7 +61,8 @@ def tally_fixes(outcome: FixOutcome, unsafe_fixes: bool, unwritten: Collection[s
     failed_gaps = {_gap(p.finding) for p in failed_plans if p.key not in original_keys}
     after = outcome.after.findings if outcome.after is not None and not unwritten else None
     after_keys = {finding_key(f) for f in after} if after is not None else set()
-    moved_gaps = {_gap(f) for f in after if finding_key(f) not in original_keys} if after is not None else set()
+    # (A finding that holds only under launch options this run assumes off moved nothing.)
+    moved_gaps = {_gap(f) for f in after if finding_key(f) not in original_keys and f.applies} if after is not None else set()
     plans: dict[tuple[str, str, str], PlannedFix] = {p.key: p for p in outcome.plans}
 
     counts = dict.fromkeys(("fixed", "resolved", "failed", "partial", "unsafe", "suggestions", "no_fix"), 0)

@@ -1,26 +1,34 @@
-"""``eagle3lint models``: the EAGLE-3 support matrix, one row per model class, with its verdict.
+"""``eagle3lint models``: the EAGLE-3 support matrix, one row per model class.
 
-Formats: a readable table, JSON (``"version": 1``), and Markdown (a page an engine's docs could
-publish, generated from the source).
+Each row: the status (what the class has), the outcome (what the engine does with it under the
+run's launch options), the options under which that outcome changes, the reason with the
+engine's evidence, the finding codes and the fix. Formats: a table that fits the terminal
+(``-v`` for everything), JSON (``"version": 2``, in ``docs/json.md``), and Markdown (a page an
+engine's docs can publish as it is). Verdicts ignore baselines and suppressions, so no column is
+ever blanked by them.
 """
 
 from __future__ import annotations
 
 import json
+import shutil
+import textwrap
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint import __version__
-from eagle3lint.report.paths import display_path
-from eagle3lint.verdicts import STATUSES, status_counts
+from eagle3lint.escape import line_text
+from eagle3lint.report.paths import display_path, line_path
+from eagle3lint.verdicts import STATUSES, outcome_counts, status_counts
 
 if TYPE_CHECKING:
-    from eagle3lint.findings import Finding
+    from eagle3lint.findings import Finding, Related
     from eagle3lint.models import ModelClass
     from eagle3lint.result import CheckResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _WEAKEST = ("display-only", "unsafe", "safe")  # a model's fix is as safe as its least safe part
+_BROKEN_FIRST = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")
 
 
 @dataclass
@@ -30,8 +38,9 @@ class Row:
     codes: list[str]
     fix: str | None  # "safe" | "unsafe" | "display-only" | None (no fix)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self, root: Any = None) -> dict[str, Any]:
         m = self.model
+        decided = m.decided
         return {
             "class": m.ref.qualname,
             "architectures": m.architectures,
@@ -40,23 +49,41 @@ class Row:
             "kind": m.kind,
             "variant": m.variant,
             "status": m.status,
+            "outcome": m.outcome or None,
             "reason": m.status_reason,
+            "evidence": _evidence_json(decided.evidence if decided else None, root),
+            "conditions": [
+                {**c.to_json(), "evidence": _evidence_json(c.evidence, root)} for c in m.conditions
+            ],
             "codes": self.codes,
             "fix": {"applicability": self.fix} if self.fix else None,
             **({"origin": m.origin} if m.origin else {}),
         }
 
 
+def _evidence_json(evidence: Related | None, root: Any) -> dict[str, Any] | None:
+    if evidence is None:
+        return None
+    return {"path": display_path(evidence.path, fallback_root=root), "line": evidence.line, "message": evidence.message}
+
+
 def model_fix(findings: list[Finding]) -> str | None:
     """The applicability of a model's fix: every finding on it must have one (all or nothing);
     the least safe part decides. None when none has a fix."""
-    fixes = [f.fix for f in findings]
+    # A finding whose launch options are off this run neither needs nor blocks a fix.
+    fixes = [f.fix for f in findings if f.applies]
     present = [fix for fix in fixes if fix is not None and fix.diff]
     if not present:
         return None
     if len(present) < len(fixes):
         return "display-only"
     return min((fix.applicability for fix in present), key=_WEAKEST.index)
+
+
+def reported_models(result: CheckResult) -> list[ModelClass]:
+    """The classes a run gives a verdict: in the reporting scope, each once. ``check -v``, the
+    JSON summary and ``models`` all count these."""
+    return [m for m in result.models if m.status and (not result.scope or m.in_scope(result.scope))]
 
 
 def rows(result: CheckResult) -> list[Row]:
@@ -67,52 +94,113 @@ def rows(result: CheckResult) -> list[Row]:
             by_model.setdefault((finding.qualname, finding.variant), []).append(finding)
     root = result.engine.source_root
     out = []
-    for model in result.models:
-        if not model.status:
-            continue
+    for model in reported_models(result):
         own = by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), [])
-        codes = sorted({f.code for f in own})
+        codes = model.codes or sorted({f.code for f in own})
         out.append(Row(model, display_path(model.path, fallback_root=root), codes, model_fix(own)))
     order = {status: n for n, status in enumerate(_BROKEN_FIRST)}
     out.sort(key=lambda r: (order.get(r.model.status, len(order)), r.model.ref.qualname.lower(), r.model.variant or ""))
     return out
 
 
-_BROKEN_FIRST = ("broken", "unknown", "supported", "not-implemented", "not-a-target")
+def _counts(models: list[ModelClass], counts: dict[str, int]) -> str:
+    return ", ".join(f"{n} {name}" for name, n in counts.items() if n) or "none"
 
 
 def summary_line(result: CheckResult, table: list[Row]) -> str:
-    counts = status_counts([r.model for r in table])
-    parts = [f"{n} {status}" for status, n in counts.items() if n]
-    engine = result.engine
+    models = [r.model for r in table]
     total = len(table)
-    return f"{engine.label}: {total} model class{'es' if total != 1 else ''}: " + (", ".join(parts) or "none")
+    label = line_text(result.engine.label)
+    return (
+        f"{label}: {total} model class{'es' if total != 1 else ''}: {_counts(models, status_counts(models))}; "
+        f"outcomes: {_counts(models, outcome_counts(models))}"
+    )
+
+
+def launch_lines(result: CheckResult) -> list[str]:
+    """What the run assumes about the launch, and what the engine refuses under an option for
+    every model (said once, not on every row)."""
+    options = result.options
+    lines = []
+    assumed = options.label() if options is not None else ""
+    lines.append(f"launch options assumed: {line_text(assumed) if assumed else 'the engine defaults'}")
+    root = result.engine.source_root
+    for refusal in result.contract.launch_refusals:
+        spec = result.engine.pack.options.get(refusal.option)
+        described = spec.describe(spec.on_value()) if spec else refusal.option
+        where = line_path(str(result.engine.absolute(refusal.path)), fallback_root=root)
+        lines.append(f"with {described} this release refuses EAGLE-3 for every model ({where}:{refusal.line})")
+    return lines
 
 
 def _name(row: Row) -> str:
     variant = f" [{row.model.variant}]" if row.model.variant else ""
-    return f"{row.model.ref.qualname}{variant}"
+    return line_text(f"{row.model.ref.qualname}{variant}")
 
 
-def write_table(result: CheckResult, out: TextIO) -> None:
+def _condition_text(model: ModelClass) -> str:
+    return "; ".join(f"{c.outcome} with {c.described}" for c in model.conditions)
+
+
+def _reason(row: Row, short: bool = False) -> str:
+    """Conditions first (they are what a deployer acts on), then what decided the outcome: in a
+    line of the table, the cause alone (``E3L001 lacks `get_embed_and_head```)."""
+    m = row.model
+    decided = m.decided
+    if short and decided is not None:
+        why = f"{decided.code} {decided.reason}".strip()
+    elif short and m.status == "supported":
+        why = ""
+    else:
+        why = m.status_reason
+    origin = f"[{m.origin}]" if m.origin else ""
+    return line_text("; ".join(p for p in (_condition_text(m), why, origin) if p)) or "-"
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def write_table(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+    """One line per model, cut to the terminal's width (100 columns when it has none); ``-v``
+    shows each whole, with its file, evidence and conditions on lines of their own."""
     table = rows(result)
-    width = max([len(_name(r)) for r in table] + [5])
-    out.write(f"{'status':<16} {'class':<{width}} {'fix':<12} {'codes':<14} where / why\n")
+    width = max(shutil.get_terminal_size((100, 24)).columns, 60)
+    name_width = min(max([len(_name(r)) for r in table] + [5]), 32)
+    out.write(f"{'status':<15} {'outcome':<7} {'class':<{name_width}} {'fix':<7} reason\n")
+    root = result.engine.source_root
     for row in table:
-        codes = ",".join(row.codes) or "-"
-        where = f"{row.path}:{row.model.summary.lineno}"
-        origin = f" [{row.model.origin}]" if row.model.origin else ""
-        out.write(f"{row.model.status:<16} {_name(row):<{width}} {row.fix or '-':<12} {codes:<14} {where}: {row.model.status_reason}{origin}\n")
-    out.write(summary_line(result, table) + "\n")
+        m = row.model
+        fix = "display" if row.fix == "display-only" else row.fix or "-"
+        head = f"{m.status:<15} {m.outcome or '-':<7} {_cut(_name(row), name_width):<{name_width}} {fix:<7} "
+        if not verbose:
+            out.write(head + _cut(_reason(row, short=True), width - len(head)) + "\n")
+            continue
+        out.write(head + _reason(row) + "\n")
+        indent = " " * 4
+        codes = f" ({', '.join(row.codes)})" if row.codes else ""
+        out.write(f"{indent}at {line_path(m.path, fallback_root=root)}:{m.summary.lineno}{codes}\n")
+        if m.decided is not None and m.decided.evidence is not None:
+            ev = m.decided.evidence
+            out.write(f"{indent}engine: {line_path(ev.path, fallback_root=root)}:{ev.line}: {line_text(ev.message)}\n")
+        for cond in m.conditions:
+            where = f" ({line_path(cond.evidence.path, fallback_root=root)}:{cond.evidence.line})" if cond.evidence else ""
+            out.write(f"{indent}with {cond.described}: {cond.outcome}: {line_text(cond.reason)}{where}\n")
+    for line in [*launch_lines(result), summary_line(result, table)]:
+        out.write(textwrap.fill(line, width, subsequent_indent="  ", break_on_hyphens=False) + "\n")
 
 
 def write_json(result: CheckResult, out: TextIO) -> None:
     table = rows(result)
+    models = [r.model for r in table]
+    root = result.engine.source_root
     data = {
         "version": SCHEMA_VERSION,
         "engine": result.engine.to_json(),
-        "models": [r.to_json() for r in table],
-        "summary": {"models": len(table), "by_status": status_counts([r.model for r in table])},
+        "options": result.options.to_json() if result.options is not None else None,
+        "launch_refusals": [r.to_json() for r in result.contract.launch_refusals],
+        "models": [r.to_json(root) for r in table],
+        "summary": {"models": len(table), "by_status": status_counts(models), "by_outcome": outcome_counts(models)},
         "errors": [e.to_json() for e in result.errors],
     }
     out.write(json.dumps(data, indent=2))
@@ -122,36 +210,60 @@ def write_json(result: CheckResult, out: TextIO) -> None:
 _STATUS_WORDS = {
     "supported": "supported",
     "broken": "broken",
+    "incomplete": "incomplete",
     "not-implemented": "not implemented",
     "unknown": "not provable statically",
     "not-a-target": "not a target",
 }
+_FIX_WORDS = {"safe": "automatic", "unsafe": "automatic (unsafe)", "display-only": "suggested"}
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Text for a Markdown table cell: no pipes, no HTML, no control characters."""
+    escaped = line_text(text).replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return escaped.replace("|", "\\|")
+
+
+def _short_reason(model: ModelClass) -> str:
+    """What decided the outcome, in words, with the rule's name (``lacks `get_embed_and_head`
+    (missing-target-method)``); for a supported model, nothing."""
+    from eagle3lint.engines import rule_registry
+
+    decided = model.decided
+    if model.status == "supported" or decided is None:
+        return "" if model.status == "supported" else model.status_reason
+    rule = rule_registry().by_code(decided.code) if decided.code else None
+    return f"{decided.reason} ({rule.name})" if rule is not None else decided.reason
 
 
 def write_markdown(result: CheckResult, out: TextIO) -> None:
     table = [r for r in rows(result) if r.model.status != "not-a-target"]
     engine = result.engine
-    counts = status_counts([r.model for r in table])
-    out.write(f"# EAGLE-3 support in {engine.label}\n\n")
+    models = [r.model for r in table]
+    out.write(f"# EAGLE-3 support in {_cell(engine.label)}\n\n")
     out.write(
-        f"Generated by eagle3lint {__version__} from the engine's source (static analysis: a "
-        "supported model has the whole EAGLE-3 interface; whether a drafter is accepted is for "
-        "`eagle3lint verify` to measure). Draft heads and models that are not generative "
-        "targets are left out.\n\n"
+        f"Generated by eagle3lint {__version__} from the engine's source, without running it. "
+        "*Status* is what the model has; *outcome* is what the engine does when launched with "
+        "EAGLE-3 on it (works, crash, silent: it runs with acceptance near 1, refused: the "
+        "engine's own clear error). Whether a drafter is accepted is for `eagle3lint verify` to "
+        "measure. Draft heads and models that are not generative targets are left out.\n\n"
     )
-    out.write(", ".join(f"{n} {_STATUS_WORDS[s]}" for s, n in counts.items() if n and s != "not-a-target") + ".\n\n")
-    out.write("| Architecture | Class | Status | Fix | Notes |\n| --- | --- | --- | --- | --- |\n")
-    for row in sorted(table, key=lambda r: (STATUSES.index(r.model.status), (r.model.architectures or [r.model.ref.qualname])[0].lower())):
+    out.write(", ".join(f"{n} {_STATUS_WORDS[s]}" for s, n in status_counts(models).items() if n and s != "not-a-target") + ".\n\n")
+    for line in launch_lines(result):
+        out.write(f"{_cell(line[0].upper() + line[1:])}.\n\n")
+    out.write("| Class | Architectures | Status | Outcome | Conditions | Reason | Fix |\n")
+    out.write("| --- | --- | --- | --- | --- | --- | --- |\n")
+    for row in sorted(table, key=lambda r: (STATUSES.index(r.model.status), r.model.ref.qualname.lower(), r.model.variant or "")):
         m = row.model
-        arch = ", ".join(m.architectures) or m.ref.qualname
         variant = f" ({m.variant})" if m.variant else ""
-        notes = "" if m.status == "supported" and not row.codes else m.status_reason
-        notes = f"{notes} ({m.origin})" if m.origin and notes else notes or m.origin
-        fix = {"safe": "automatic", "unsafe": "automatic (unsafe)", "display-only": "suggested"}.get(row.fix or "", "")
-        out.write(
-            f"| {_cell(arch)} | `{m.ref.qualname}`{variant} ({_cell(row.path)}) | {_STATUS_WORDS[m.status]} | {fix} | {_cell(notes)} |\n"
-        )
+        cells = [
+            f"`{_cell(m.ref.qualname)}`{_cell(variant)}",
+            # SGLang names a class by itself: only architectures other than the class's own name.
+            _cell(", ".join(a for a in m.architectures if a != m.ref.qualname)),
+            _STATUS_WORDS[m.status],
+            m.outcome or "",
+            _cell(_condition_text(m)),
+            _cell(_short_reason(m)),
+            _FIX_WORDS.get(row.fix or "", ""),
+        ]
+        out.write("| " + " | ".join(cells) + " |\n")

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from eagle3lint.report.paths import line_text
+from eagle3lint.escape import line_text
 from eagle3lint.verify.classify import CrashCause
 from eagle3lint.verify.measure import MeasureResult
 from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PROBLEM, PreflightResult

@@ -50,9 +50,10 @@ class VllmContractExtension(ContractExtension):
     def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
         from eagle3lint.engines.vllm.pack import vllm_pack
         from eagle3lint.engines.vllm.protocol import VllmContract, read_allow_list, read_pp_guard
+        from eagle3lint.engines.vllm.runners import runner_of
 
         vpack = vllm_pack(self.engine.pack)
-        guard = read_pp_guard(self.engine, vpack.pp_flag, vpack.pp_guard_files)
+        guard = read_pp_guard(self.engine, vpack.pp_flag, vpack.pp_guard_files, lambda rel: runner_of(rel, vpack))
         return {"vllm": VllmContract.from_scan(self.protocol, check_calls, read_allow_list(self.engine), guard)}
 
 
@@ -73,6 +74,13 @@ class VllmAdapter(EngineAdapter):
 
     def contract_extension(self, engine: Engine) -> ContractExtension:
         return VllmContractExtension(engine)
+
+    def option_defaults(self, engine: Engine) -> dict[str, str]:
+        from eagle3lint.engines.vllm.pack import vllm_pack
+        from eagle3lint.engines.vllm.runners import default_runner
+
+        runner = default_runner(engine, vllm_pack(engine.pack))
+        return {"runner": runner} if runner else {}
 
     def build_index(self, engine: Engine, texts: Mapping[str, str] | None = None) -> ProjectIndex:
         from eagle3lint.engines.vllm.discovery import build_vllm_index

@@ -9,7 +9,6 @@ information where this release refuses PP for the model (what enabling it would 
 
 from __future__ import annotations
 
-import ast
 from collections.abc import Iterable
 
 from eagle3lint.capture import CaptureAnalysis, Method
@@ -22,28 +21,11 @@ from eagle3lint.engines.vllm.rules import VllmRule
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass
+from eagle3lint.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
 
 
 def _analysis(ctx: CheckContext) -> CaptureAnalysis:
     return capture_analysis(ctx)
-
-
-def pp_flag(ctx: VllmCheckContext, ref: ClassRef) -> tuple[bool | None, ClassRef | None]:
-    """The decoder's ``supports_aux_hidden_states_over_pp`` as its class sees it (the nearest
-    class attribute along the MRO, read from its line), and the class that sets it."""
-    flag = ctx.vindex.vpack.pp_flag
-    for current in ctx.index.mro(ref).classes:
-        summary = ctx.index.class_summary(current)
-        module = ctx.index.module(current.module)
-        if summary is None or module is None or flag not in summary.class_attrs:
-            continue
-        line = summary.class_attrs[flag]
-        stmt = ctx.vindex.snippets.statement_at(module.path, line, line, line)
-        value = getattr(stmt, "value", None)
-        if isinstance(value, ast.Constant) and isinstance(value.value, bool):
-            return value.value, current
-        return None, current
-    return False, None
 
 
 def _holder_classes(ctx: VllmCheckContext, model: ModelClass) -> list[ClassRef]:
@@ -115,7 +97,7 @@ class PipelineLocalLayerIndex(VllmRule):
                 loop = next((lp for lp in forward.facts.loops if _local_index(lp)), None)
                 if loop is None:
                     continue
-                flag, _ = pp_flag(ctx, cls)
+                flag, _ = ctx.pp_flag(cls)
                 refused = guard is not None and flag is not True
                 earlier = chosen.get(forward.owner)
                 rank = (refused, *_home_first(model, forward.owner))
@@ -131,6 +113,10 @@ class PipelineLocalLayerIndex(VllmRule):
             else:
                 effect = "with pipeline parallelism, every rank after the first captures the wrong layers (or none)"
             module = ctx.index.module(forward.owner.module)
+            # Where the guarding runner refuses PP for the model, only the other generation runs it.
+            runners = [r for r in ctx.vindex.vpack.runner_files if guard is None or not refused or r != guard.runner]
+            condition = ctx.pp_condition(runners[0] if refused and guard is not None and guard.runner and runners else "")
+            evidence = Related(module.path, loop.line, "the loop numbers this rank's layers from 0") if module else None
             finding = ctx.finding(
                 PipelineLocalLayerIndex, model, "forward",
                 f"`{forward.owner.qualname}.forward` numbers this rank's layers from 0 (`enumerate` of a slice "
@@ -143,6 +129,7 @@ class PipelineLocalLayerIndex(VllmRule):
                     "decoder": str(forward.owner), "decoder_ref": [forward.owner.module, forward.owner.qualname],
                     "loop_line": loop.line, "index": loop.index, "other_uses": loop.other_uses,
                 },
+                effect=Effect(SILENT, STAGE_FORWARD, evidence, condition, f"`{forward.owner.qualname}` captures by a rank-local index", self.code),
             )
             if guard is not None:
                 finding.related = [Related(str(ctx.index.engine.source_root / guard.path), guard.line, f"the runner reads `{guard.flag}`")]
@@ -197,7 +184,7 @@ class PipelineAuxNotPacked(VllmRule):
         chosen: dict[ClassRef, tuple[ModelClass, Method, ClassRef]] = {}
         for model in _ordered_models(ctx):
             for cls in _holder_classes(ctx, model):
-                flag, setter = pp_flag(ctx, cls)
+                flag, setter = ctx.pp_flag(cls)
                 forward = _analysis(ctx).method(cls, "forward")
                 if flag is not True or setter is None or forward is None:
                     continue
@@ -220,6 +207,11 @@ class PipelineAuxNotPacked(VllmRule):
                 [],
                 path=module.path if module else None, line=forward.function.lineno, column=forward.function.col + 1,
                 data={"decoder": str(forward.owner), "flag_from": str(setter)},
+                effect=Effect(
+                    CRASH, STAGE_FORWARD,
+                    Related(module.path, forward.function.lineno, "hands IntermediateTensors on without the aux states") if module else None,
+                    ctx.pp_condition(), f"`{forward.owner.qualname}.forward` drops earlier ranks' aux states", self.code,
+                ),
             )
             finding.related = [Related(str(ctx.index.engine.source_root / guard.path), guard.line, f"the runner reads `{guard.flag}`")]
             yield finding

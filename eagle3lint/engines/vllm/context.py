@@ -7,15 +7,18 @@ object inherit the mixin the default walk asserts, and does its ``forward`` coll
 
 from __future__ import annotations
 
+import ast
 from dataclasses import dataclass, field
 
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
-from eagle3lint.engines.vllm.holders import Holder, HolderFinder
+from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
+from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass, classify, inner_models
+from eagle3lint.outcomes import REFUSED, STAGE_RUNNER, Effect, Requirement
 
 YES = "yes"
 NO = "no"
@@ -105,6 +108,49 @@ class VllmCheckContext(CheckContext):
             f"`{model.ref.module.rsplit('.', 1)[-1]}` or `{model.summary.name}` names one: its checkpoint is "
             f"most likely refused first (`eagle3lint verify --preflight-only` reads the real model_type)"
         )
+
+    # ---- launch options -----------------------------------------------------------------------
+    def pp_condition(self, runner: str = "") -> tuple[Requirement, ...]:
+        """Pipeline parallelism on (with this model-runner generation, when one is named)."""
+        return (("pp", "on"), ("runner", runner)) if runner else (("pp", "on"),)
+
+    def pp_flag(self, ref: ClassRef) -> tuple[bool | None, ClassRef | None]:
+        """The decoder's ``supports_aux_hidden_states_over_pp`` as its class sees it (the nearest
+        class attribute along the MRO, read from its line), and the class that sets it."""
+        flag = self.vindex.vpack.pp_flag
+        for current in self.index.mro(ref).classes:
+            summary = self.index.class_summary(current)
+            module = self.index.module(current.module)
+            if summary is None or module is None or flag not in summary.class_attrs:
+                continue
+            line = summary.class_attrs[flag]
+            stmt = self.vindex.snippets.statement_at(module.path, line, line, line)
+            value = getattr(stmt, "value", None)
+            if isinstance(value, ast.Constant) and isinstance(value.value, bool):
+                return value.value, current
+            return None, current
+        return False, None
+
+    def refused_over_pp(self, model: ModelClass) -> bool:
+        """Whether the runner that reads the PP flag refuses EAGLE-3 with pipeline parallelism
+        for this model (a holder whose decoder does not set it)."""
+        guard = self.vllm.pp_guard if self.vllm else None
+        if guard is None or model.kind != TARGET or not self.claims_support(model.ref):
+            return False
+        holder = self.holder(model.ref)
+        if holder.status != RESOLVED or not holder.classes:
+            return False
+        return any(self.pp_flag(cls)[0] is not True for cls in holder.classes)
+
+    def engine_effects(self, model: ModelClass) -> list[Effect]:
+        effects = list(super().engine_effects(model))
+        guard = self.vllm.pp_guard if self.vllm else None
+        if guard is not None and self.refused_over_pp(model):
+            evidence = Related(str(self.index.engine.source_root / guard.path), guard.line, f"the runner refuses EAGLE-3 with PP unless the decoder sets `{guard.flag}`")
+            effects.append(
+                Effect(REFUSED, STAGE_RUNNER, evidence, self.pp_condition(guard.runner), f"its decoder does not set `{guard.flag}`")
+            )
+        return effects
 
     # ---- supports_eagle3() --------------------------------------------------------------------
     def declared(self, ref: ClassRef) -> Declaration:

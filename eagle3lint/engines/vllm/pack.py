@@ -42,6 +42,10 @@ class VllmPack:
     pp_flag: str
     pp_guard_files: tuple[str, ...]
     pp_pack_calls: tuple[str, ...]
+    # [runners]: the files each GPU model-runner generation runs (a folder ends with /), and the
+    # environment variable that picks one; a guard read in one generation's files holds only there
+    runner_files: dict[str, tuple[str, ...]]
+    runner_env: str
     # [plugins]: the registration call and the registry it is made on
     register_calls: tuple[str, ...]
     registry_names: tuple[str, ...]
@@ -80,6 +84,8 @@ def _parse(pack: RulePack) -> VllmPack:
     holders = _table(data, "holders")
     pipeline = _table(data, "pipeline")
     plugins = _table(data, "plugins")
+    runners = _table(data, "runners")
+    runner_files = _table(runners, "files") if "files" in runners else {}
     sections = registry.get("sections", {})
     if not isinstance(sections, dict) or not all(v in SECTION_KINDS for v in sections.values()):
         raise UsageError(
@@ -109,6 +115,8 @@ def _parse(pack: RulePack) -> VllmPack:
         pp_flag=_str(pipeline, "pipeline", "flag", ""),
         pp_guard_files=_strs(pipeline, "pipeline", "guard_files"),
         pp_pack_calls=_strs(pipeline, "pipeline", "pack_calls"),
+        runner_files={str(name): _strs(runner_files, "runners.files", name) for name in runner_files},
+        runner_env=_str(runners, "runners", "env", ""),
         register_calls=_strs(plugins, "plugins", "register_calls", ("register_model",)),
         registry_names=_strs(plugins, "plugins", "registry_names", ("ModelRegistry",)),
         walk_methods=_strs(data, "", "walk_methods"),

@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -180,12 +181,15 @@ class PPGuard:
     path: str
     line: int
     flag: str
+    # The model-runner generation whose files hold it ("" where the pack names none): the other
+    # generation never refuses PP with EAGLE-3.
+    runner: str = ""
 
     def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "flag": self.flag}
+        return {"path": self.path, "line": self.line, "flag": self.flag, "runner": self.runner or None}
 
 
-def read_pp_guard(engine: Engine, flag: str, files: tuple[str, ...]) -> PPGuard | None:
+def read_pp_guard(engine: Engine, flag: str, files: tuple[str, ...], runner_of: Callable[[str], str] | None = None) -> PPGuard | None:
     """The first line of the pack's PP-guard files that reads ``flag`` (a plain text search: the
     flag is a distinctive name, and reading it is what the guard does)."""
     if not flag:
@@ -197,7 +201,8 @@ def read_pp_guard(engine: Engine, flag: str, files: tuple[str, ...]) -> PPGuard 
             continue
         for number, line in enumerate(data.decode("utf-8", "replace").splitlines(), start=1):
             if flag in line and not line.lstrip().startswith("#"):
-                return PPGuard(Path(path).relative_to(engine.source_root).as_posix(), number, flag)
+                runner = runner_of(rel) if runner_of is not None else ""
+                return PPGuard(Path(path).relative_to(engine.source_root).as_posix(), number, flag, runner)
     return None
 
 

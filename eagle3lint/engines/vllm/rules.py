@@ -23,6 +23,15 @@ from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holde
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass
+from eagle3lint.outcomes import (
+    CRASH,
+    REFUSED,
+    STAGE_FORWARD,
+    STAGE_RUNNER,
+    UNKNOWN,
+    Effect,
+    member_stage,
+)
 
 
 class VllmRule(Rule):
@@ -76,6 +85,18 @@ def _lacks_asserted_mixin(ctx: VllmCheckContext, model: ModelClass, holder: Hold
         and bool(holder.asserted_mixin)
         and ctx.inherits_mixin(cls) == NO
     )
+
+
+def _setter_stage(ctx: VllmCheckContext) -> float:
+    order = list(ctx.pack.members)
+    setter = ctx.vindex.vpack.setter
+    return member_stage(order.index(setter) if setter in order else 0)
+
+
+def _refusal_evidence(ctx: VllmCheckContext) -> Related | None:
+    """The runner's ``if not supports_eagle3(model): raise``."""
+    related = _check_related(ctx)
+    return related[0] if related else None
 
 
 def _holder_names(holder: Holder) -> str:
@@ -155,7 +176,12 @@ class HolderLacksMixin(VllmRule):
                 )
 
     def _finding(self, ctx: VllmCheckContext, model: ModelClass, message: str, related: list[Related], data: dict[str, object]) -> Finding:
-        finding = ctx.finding(HolderLacksMixin, model, ctx.vindex.vpack.setter, message, [], data=data)
+        setter = ctx.vindex.vpack.setter
+        effect = Effect(
+            CRASH, _setter_stage(ctx), related[0] if related else None,
+            reason=f"the default `{setter}` asserts {data.get('mixin')} on `{data.get('path')}`", code=self.code,
+        )
+        finding = ctx.finding(HolderLacksMixin, model, setter, message, [], data=data, effect=effect)
         finding.related = related
         return finding
 
@@ -222,6 +248,11 @@ class ForwardNeverCollects(VllmRule):
                     line=fn.lineno if fn else None,
                     column=fn.col + 1 if fn else None,
                     data={"holder": str(cls), "path": holder.path},
+                    effect=Effect(
+                        CRASH, STAGE_FORWARD,
+                        Related(owner_module.path, fn.lineno, f"`{owner.qualname}.forward` returns no aux hidden states") if owner_module and fn else None,
+                        reason=f"`{owner.qualname}.forward` never collects aux hidden states", code=self.code,
+                    ),
                 )
 
 
@@ -271,6 +302,7 @@ class ProtocolNotDeclared(VllmRule):
                 f"`{proto.check_function or 'the check'}()` is false and the runner raises at start-up",
                 [],
                 data={"protocol": proto.name, "missing": declared.missing},
+                effect=Effect(REFUSED, STAGE_RUNNER, _refusal_evidence(ctx), reason=f"does not declare {proto.name}", code=self.code),
             )
             finding.related = _check_related(ctx)
             yield finding
@@ -364,6 +396,10 @@ class UndeclaredEagle3Support(VllmRule):
                 message,
                 sites,
                 severity=severity_for(sites) if sites else "info",
+                effect=Effect(
+                    REFUSED, STAGE_RUNNER, _refusal_evidence(ctx) or next(iter(ctx.related_for(sites[:1])), None),
+                    reason=f"does not declare {proto.name} (one line away)", code=self.code,
+                ) if sites else None,
                 data={
                     "protocol": proto.name,
                     "holder": str(holder.classes[0]),
@@ -431,6 +467,7 @@ class PlatformVariantsDisagree(VllmRule):
                     f"{variant.variant or 'default'} (`{variant.ref}` does not inherit {ctx.protocol.name})",
                     [],
                     data={"architecture": architecture, "supporting": [str(v.ref) for v in supporting]},
+                    effect=Effect(REFUSED, STAGE_RUNNER, _refusal_evidence(ctx), reason=f"this platform's variant does not declare {ctx.protocol.name}", code=self.code),
                 )
                 root_module = ctx.index.module(supporting[0].ref.module)
                 if root_module is not None:
@@ -490,6 +527,7 @@ class HolderNotProvable(VllmRule):
                 f"`{model.summary.name}` cannot be proven statically; eagle3lint cannot tell {reason}",
                 [],
                 data={"path": holder.path, "reason": holder.reason},
+                effect=Effect(UNKNOWN, _setter_stage(ctx), None, reason=f"eagle3lint cannot tell {reason}", code=self.code),
             )
 
 
