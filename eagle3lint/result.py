@@ -30,3 +30,8 @@ class CheckResult:
     scope: list[Path] = field(default_factory=list)
     # The launch configuration the verdicts assume (None: the engine's defaults).
     options: EngineOptions | None = None
+
+    def reported_models(self) -> list[ModelClass]:
+        """The classes the run gives a verdict, in the reporting scope: what ``check -v``, the
+        JSON summary and ``models`` all list and count."""
+        return [m for m in self.models if m.status and (not self.scope or m.in_scope(self.scope))]

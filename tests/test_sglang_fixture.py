@@ -55,7 +55,7 @@ def test_a_class_missing_two_members_gets_one_finding_naming_both(report: dict) 
 
 
 def test_json_shape_is_the_stable_schema(report: dict) -> None:
-    assert report["version"] == 1
+    assert report["version"] == 2
     assert set(report["engine"]) == {"name", "version", "root"}
     assert report["engine"]["name"] == "sglang"
     assert report["engine"]["version"] == "0.0.1+fixture"

@@ -25,9 +25,8 @@ def summary_line(result: CheckResult) -> str:
 
 
 def models_checked(result: CheckResult) -> int:
-    """Models in the reporting scope with a role (vLLM also lists registrations outside it)."""
-
-    return sum(1 for m in result.models if m.role is not None and (not result.scope or m.in_scope(result.scope)))
+    """The classes given a verdict in the reporting scope (``models`` counts the same)."""
+    return len(result.reported_models())
 
 
 def hidden_counts(result: CheckResult) -> str:
@@ -65,7 +64,8 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     shown = [m for m in result.models if not result.scope or m.in_scope(result.scope)]
     for model in sorted(shown, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
-        verdict = f"; {model.status}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
+        outcome = f" ({model.outcome})" if model.outcome else ""
+        verdict = f"; {model.status}{outcome}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
         origin = f"; {model.origin}" if model.origin else ""
         out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}\n")
     for entry in result.unresolved:
@@ -75,6 +75,6 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     if len(shown) < len(result.models):
         more = len(result.models) - len(shown)
         out.write(f"  outside       {more} more model class{'es' if more != 1 else ''} read for the analysis, outside the reporting scope\n")
-    counts = status_counts(shown)
+    counts = status_counts(result.reported_models())
     if any(counts.values()):
         out.write("  verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items()) + "\n")

@@ -1,4 +1,8 @@
-"""The stable JSON shape (``"version": 1``) later tools build on."""
+"""The stable JSON shape (``"version": 2``, documented in ``docs/json.md``) later tools build on.
+
+Version 2 added each finding's ``outcome``, ``evidence``, ``condition`` and ``applies``, each
+model's ``outcome``, ``outcome_evidence`` and ``conditions``, the ``incomplete`` status, the
+launch ``options`` a run assumed, and ``models_by_outcome``."""
 
 from __future__ import annotations
 
@@ -7,12 +11,12 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint.report.concise import models_checked
-from eagle3lint.verdicts import status_counts
+from eagle3lint.verdicts import outcome_counts, status_counts
 
 if TYPE_CHECKING:
     from eagle3lint.result import CheckResult
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 
 def result_to_json(result: CheckResult) -> dict[str, Any]:
@@ -22,6 +26,7 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
     return {
         "version": SCHEMA_VERSION,
         "engine": result.engine.to_json(),
+        "options": result.options.to_json() if result.options is not None else None,
         "findings": [f.to_json() for f in result.findings],
         "summary": {
             "findings": len(result.findings),
@@ -29,8 +34,10 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
             "by_code": dict(sorted(by_code.items())),
             "models": len(result.models),
             "models_by_kind": dict(sorted(by_kind.items())),
-            # The verdict of each checked model (supported, broken, not-implemented, ...).
-            "models_by_status": status_counts(result.models),
+            # The verdict of each checked model (supported, broken, incomplete, ...), and what the
+            # engine does with it: the classes `models` lists, counted alike.
+            "models_by_status": status_counts(result.reported_models()),
+            "models_by_outcome": outcome_counts(result.reported_models()),
             # What the concise summary calls "model classes checked": in scope, with a role.
             "models_checked": models_checked(result),
             "unresolved_entries": len(result.unresolved),

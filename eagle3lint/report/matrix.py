@@ -80,12 +80,6 @@ def model_fix(findings: list[Finding]) -> str | None:
     return min((fix.applicability for fix in present), key=_WEAKEST.index)
 
 
-def reported_models(result: CheckResult) -> list[ModelClass]:
-    """The classes a run gives a verdict: in the reporting scope, each once. ``check -v``, the
-    JSON summary and ``models`` all count these."""
-    return [m for m in result.models if m.status and (not result.scope or m.in_scope(result.scope))]
-
-
 def rows(result: CheckResult) -> list[Row]:
     """The checked models (those with a verdict), most urgent status first."""
     by_model: dict[tuple[str, str | None], list[Finding]] = {}
@@ -94,7 +88,7 @@ def rows(result: CheckResult) -> list[Row]:
             by_model.setdefault((finding.qualname, finding.variant), []).append(finding)
     root = result.engine.source_root
     out = []
-    for model in reported_models(result):
+    for model in result.reported_models():
         own = by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), [])
         codes = model.codes or sorted({f.code for f in own})
         out.append(Row(model, display_path(model.path, fallback_root=root), codes, model_fix(own)))
