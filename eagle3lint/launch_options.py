@@ -51,10 +51,21 @@ class EngineOptions:
         return " and ".join(parts)
 
     def label(self) -> str:
-        """The options that differ from the engine's defaults, for a summary line ("" if none)."""
+        """The options the user chose, as the engine is launched with them, for a summary line
+        ("" when the run assumes the engine's defaults)."""
         if self.all:
             return "every launch option (--engine-option all)"
-        return ", ".join(self.chosen)
+        parts = []
+        for text in self.chosen:
+            name = text.partition("=")[0].strip().lower()
+            spec = self.specs.get(name)
+            value = self.values.get(name, "")
+            if spec is None:
+                continue
+            shown = spec.describe(value) if value not in ("off", "") else f"no {spec.describe(spec.on_value())}"
+            if shown not in parts:
+                parts.append(shown)
+        return ", ".join(parts)
 
     def to_json(self) -> dict[str, object]:
         return {"all": self.all, "values": dict(sorted(self.values.items())), "chosen": list(self.chosen)}

@@ -149,7 +149,8 @@ def set_severity(finding: Finding, verdict: Verdict | None, options: EngineOptio
         finding.applies = False
         finding.severity = "info"
         described = options.describe(effect.condition)
-        finding.message += f" [only with {described}, which this run assumes off: `--engine-option` turns it on]"
+        flags = " ".join(f"--engine-option {name}={value}" if value not in ("on",) else f"--engine-option {name}" for name, value in effect.condition)
+        finding.message += f" [only with {described}, off in this run: `{flags}` assumes it]"
         return
     if verdict is None or verdict.status == NOT_A_TARGET:
         return  # a draft head or a class outside the checked models keeps its rule's severity

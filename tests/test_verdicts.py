@@ -68,7 +68,7 @@ def test_models_table_fits_100_columns_and_markdown_is_one_table() -> None:
 
 def test_check_verbose_and_json_summary_carry_the_statuses() -> None:
     done = run_cli("check", TREE, "-v")
-    assert "PlainForCausalLM: generative model (has self.lm_head); not-implemented:" in done.stdout
+    assert "PlainForCausalLM: generative model (has self.lm_head); not-implemented (crash):" in done.stdout
     assert "  verdicts: " in done.stdout
     _, data = run_json("check", TREE)
     by_status = data["summary"]["models_by_status"]

@@ -18,6 +18,8 @@ def summary_line(result: CheckResult) -> str:
     found = ", ".join(parts) if parts else "no findings"
     checked = models_checked(result)
     tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
+    assumed = result.options.label() if result.options is not None else ""
+    tail += f"; assuming {assumed}" if assumed else ""
     return (
         f"{result.engine.label}: {found} "
         f"({hidden_counts(result)}{checked} model class{'es' if checked != 1 else ''} checked){tail}"

@@ -45,6 +45,11 @@ def _verify_options(func: F, required: bool) -> F:
         click.option("--preflight-only", is_flag=True, help="Only the checks that need no GPU (configs, safetensors headers, the target class)."),
         click.option("--ignore-preflight", is_flag=True, help="Launch even when the pre-flight predicts a crash."),
         click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel size (GPUs per server)."),
+        click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline-parallel size; the pre-flight's verdicts assume PP when it is over 1."),
+        click.option(
+            "--engine-option", "engine_options", multiple=True, metavar="NAME[=VALUE]",
+            help="A launch option the pre-flight's verdicts assume, as for `check`/`models` (repeatable): two-batch-overlap, runner=v1, ...",
+        ),
         click.option("--gpus", metavar="0,1,...", help="GPUs to choose from (default: all visible, most free memory first)."),
         click.option("--engine-arg", "engine_args", multiple=True, metavar="ARGS", help="Extra server arguments, e.g. --engine-arg '--mem-fraction-static 0.8' (repeatable)."),
         click.option(
@@ -73,7 +78,7 @@ def _verify_options(func: F, required: bool) -> F:
 
 
 VERIFY_PARAMS = (
-    "model_path", "draft_model_path", "preflight_only", "ignore_preflight", "tp", "gpus", "engine_args",
+    "model_path", "draft_model_path", "preflight_only", "ignore_preflight", "tp", "pp", "engine_options", "gpus", "engine_args",
     "launcher", "num_steps", "eagle_topk", "num_draft_tokens", "timeout_s", "baseline", "prompts_file",
     "max_new_tokens", "concurrency", "log_dir", "poll_interval_s", "teardown_grace_s", "teardown_timeout_s",
     "request_timeout_s",
@@ -99,6 +104,7 @@ def options_from_click(engine: str | None, engine_root: Path | None, output_form
         gpus=gpus,
         concurrency=tuple(concurrency),
         engine_args=list(values.pop("engine_args")),
+        engine_options=tuple(values.pop("engine_options", ())),
         **values,
     )
 

@@ -18,7 +18,9 @@ from eagle3lint.verify.model_files import (
 )
 
 OK, PROBLEM, NOTE, SKIPPED = "ok", "problem", "note", "skipped"
-CRASH, ACCEPTANCE = "crash", "acceptance"
+# What a problem does at launch: a crash, lower acceptance (a silent failure), or the engine's own
+# clear refusal (EAGLE-3 never runs; launching is as pointless as for a crash).
+CRASH, ACCEPTANCE, REFUSED = "crash", "acceptance", "refused"
 
 # Multimodal configs keep the language model's sizes in a nested config.
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
@@ -96,7 +98,8 @@ class PreflightResult:
 
     @property
     def predicts_crash(self) -> bool:
-        return any(i.status == PROBLEM and i.impact == CRASH for i in self.items)
+        """The launch cannot serve EAGLE-3: a crash, or the engine's refusal."""
+        return any(i.status == PROBLEM and i.impact in (CRASH, REFUSED) for i in self.items)
 
     @property
     def problems(self) -> list[PreflightItem]:

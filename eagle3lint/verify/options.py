@@ -21,6 +21,9 @@ class VerifyOptions:
     preflight_only: bool = False
     ignore_preflight: bool = False  # launch even when the pre-flight predicts a crash
     tp: int = 1
+    pp: int = 1  # pipeline-parallel size: the pre-flight's verdicts assume PP when it is over 1
+    # Launch options the verdicts assume besides --pp (`--engine-option`, as for check/models).
+    engine_options: tuple[str, ...] = ()
     gpus: list[int] | None = None
     engine_args: list[str] = field(default_factory=list)
     # Replaces `python -m sglang.launch_server` / `vllm serve`; the engine arguments follow it.
@@ -40,3 +43,8 @@ class VerifyOptions:
     teardown_timeout_s: float = 120.0  # port closed and GPU memory freed
     request_timeout_s: float = 600.0
     host: str = "127.0.0.1"
+
+    def launch_options(self) -> tuple[str, ...]:
+        """The option set `check` and `models` take, from this run's launch flags: one answer
+        for the three commands."""
+        return (f"pp={self.pp}", *self.engine_options) if self.pp > 1 else tuple(self.engine_options)

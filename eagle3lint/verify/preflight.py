@@ -18,6 +18,7 @@ from eagle3lint.verify.configs import (
     NOTE,
     OK,
     PROBLEM,
+    REFUSED,
     SKIPPED,
     ConfigError,
     ModelConfig,
@@ -35,14 +36,17 @@ def run_preflight(
     knowledge: EngineKnowledge,
     engine: Engine | None,
     static_check: bool = True,
+    engine_options: tuple[str, ...] = (),
 ) -> PreflightResult:
+    """``engine_options``: the launch options the static check assumes (from ``--pp`` and
+    ``--engine-option``), so that ``check``, ``models`` and the pre-flight give one answer."""
     result = PreflightResult()
     result.target = _load(result, "target-config", target_path)
     result.drafter = _load(result, "drafter-config", drafter_path)
     target, drafter = result.target, result.drafter
     models: list[Any] = []
     if engine is not None and static_check:
-        models = _static_check(result, engine, target)
+        models = _static_check(result, engine, target, engine_options)
     elif target is not None:
         reason = "no engine tree found (give --engine-root)" if engine is None else "not requested"
         result.add("target-class", SKIPPED, f"static check of {target.architecture}: {reason}")
@@ -83,11 +87,17 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
     return config
 
 
-def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None) -> list[Any]:
-    from eagle3lint.engines import rule_registry
+# What a model's outcome means for the launch (the item's impact).
+_OUTCOME_IMPACT = {"crash": CRASH, "silent": ACCEPTANCE, "refused": REFUSED}
+
+
+def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None, engine_options: tuple[str, ...] = ()) -> list[Any]:
+    from eagle3lint.config import Settings
     from eagle3lint.runner import run_check
 
-    checked = run_check(engine, scope=[engine.root])
+    settings = Settings()
+    settings.engine_options = tuple(engine_options)
+    checked = run_check(engine, scope=[engine.root], settings=settings)
     models = checked.models
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
@@ -107,20 +117,27 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     result.target_class_path = classes[0].path
     findings = [f for f in checked.findings if f.class_name in names]
     result.target_findings = findings
+    assumed = f" under {checked.options.label()}" if checked.options is not None and checked.options.label() else ""
+    model = next((m for m in classes if m.status), classes[0])
+    # The model's verdict is the answer `check` and `models` give for the same options.
+    impact = _OUTCOME_IMPACT.get(model.outcome)
+    decided = model.decided
+    evidence = decided.evidence if decided is not None else None
+    detail = {"path": evidence.path, "line": evidence.line} if evidence is not None else {}
+    if impact is not None:
+        result.add("target-class", PROBLEM, f"{arch}: {model.status}, {model.outcome}{assumed}: {model.status_reason}", impact, rule=decided.code if decided else None, **detail)
+    elif model.outcome == "works":
+        result.add("target-class", OK, f"{arch} ({model.path}) works with EAGLE-3 on {where}{assumed}", path=model.path)
+    else:
+        result.add("target-class", NOTE, f"{arch}: {model.status}{assumed}: {model.status_reason}", path=model.path)
+    for condition in model.conditions:
+        result.add("launch-options", NOTE, f"{arch}: {condition.outcome} with {condition.described}: {condition.reason}")
     for finding in findings:
-        rule = rule_registry().by_code(finding.code)
-        family = rule.family if rule else "presence"
-        # Capture data-flow rules predict low acceptance; other errors a start-up crash; other
-        # warnings (a stale override, dead code) predict neither.
-        if finding.severity != "info" and family == "capture":
-            status, impact = PROBLEM, ACCEPTANCE
-        elif finding.severity == "error":
-            status, impact = PROBLEM, CRASH
-        else:
-            status, impact = NOTE, None
-        result.add("target-class", status, finding.message, impact, rule=finding.code, path=finding.path, line=finding.line)
-    if not findings:
-        result.add("target-class", OK, f"{arch} ({classes[0].path}) passes the EAGLE-3 checks for {where}", path=classes[0].path)
+        if decided is not None and finding.code == decided.code and impact is not None:
+            continue  # said above, as the verdict
+        status = NOTE if finding.severity == "info" or not finding.applies else PROBLEM if finding.severity == "error" else NOTE
+        cause = _OUTCOME_IMPACT.get(finding.effect.outcome) if finding.effect is not None else None
+        result.add("target-class", status, finding.message, cause if status == PROBLEM else None, rule=finding.code, path=finding.path, line=finding.line)
     return models
 
 

@@ -10,7 +10,7 @@ from typing import Any, TextIO
 from eagle3lint.escape import line_text
 from eagle3lint.verify.classify import CrashCause
 from eagle3lint.verify.measure import MeasureResult
-from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PROBLEM, PreflightResult
+from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PROBLEM, REFUSED, PreflightResult
 from eagle3lint.verify.teardown import TeardownResult
 
 GOOD_ACCEPTANCE = 2.3
@@ -123,7 +123,7 @@ def decide(report: VerifyReport, preflight_only: bool) -> Verdict:
     pre = report.preflight
     if preflight_only:
         if pre.problems:
-            crash = "will crash" if pre.predicts_crash else "will lower acceptance"
+            crash = "will not serve EAGLE-3 (a crash or the engine's refusal)" if pre.predicts_crash else "will lower acceptance"
             return Verdict(PREFLIGHT_FAILED, f"{len(pre.problems)} pre-flight problem(s); the run {crash}")
         return Verdict(PREFLIGHT_OK, "pre-flight found no problem (nothing was launched)")
     if report.interrupted:
@@ -172,7 +172,7 @@ def decide(report: VerifyReport, preflight_only: bool) -> Verdict:
 # ---- rendering ---------------------------------------------------------------------------------
 
 _STATUS_WORD = {"ok": "ok", "problem": "PROBLEM", "note": "note", "skipped": "skipped"}
-_IMPACT_WORD = {CRASH: "will crash", ACCEPTANCE: "lowers acceptance silently"}
+_IMPACT_WORD = {CRASH: "will crash", ACCEPTANCE: "lowers acceptance silently", REFUSED: "the engine refuses it"}
 
 
 def write_json(report: VerifyReport, out: TextIO) -> None:

@@ -56,7 +56,7 @@ def run_verify(
     knowledge = knowledge_for(name)
     knowledge.driver.validate_options(options)
     prompts = load_prompts(options.prompts_file) if options.prompts_file else builtin_prompts()
-    preflight = run_preflight(options.model_path, options.draft_model_path, knowledge, engine)
+    preflight = run_preflight(options.model_path, options.draft_model_path, knowledge, engine, engine_options=options.launch_options())
     report = rep.VerifyReport(engine.to_json() if engine else None, preflight)
     if options.release is not None and not options.preflight_only:
         report.notes.append(_release_note(options, name))

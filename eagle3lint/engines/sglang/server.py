@@ -29,6 +29,8 @@ class SglangServer(ServerDriver):
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
         args = ["--model-path", path_argument(options.model_path), "--tp-size", str(options.tp), "--host", options.host, "--port", str(port)]
+        if options.pp > 1:
+            args += ["--pp-size", str(options.pp)]
         if speculative:
             args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", path_argument(options.draft_model_path)]
             if options.num_steps is not None:

@@ -44,6 +44,8 @@ class VllmServer(ServerDriver):
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
         args = [path_argument(options.model_path), "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
+        if options.pp > 1:
+            args += ["--pipeline-parallel-size", str(options.pp)]
         if speculative:
             config = {
                 "method": "eagle3",
