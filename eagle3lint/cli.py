@@ -108,13 +108,14 @@ def _plugins_outside(found: Engine, scope: list[Path], extra_models: list[Path],
     """Every PATH must lie in the engine analysed (or hold it, as a checkout does, or be a
     configured out-of-tree model folder), or be a Python package read as a plugin: a PATH
     elsewhere would be reported clean unexamined."""
+    from eagle3lint.engine_finder import located
     from eagle3lint.plugins import package_roots, read_plugin
 
-    root = found.root.resolve()
-    allowed = [e.resolve() for e in extra_models]
+    root = located(found.root)
+    allowed = [located(e) for e in extra_models]
     plugins: dict[Path, PluginPackage] = {}
     for path in scope:
-        target = path.resolve()
+        target = located(path)
         if target == root or root in target.parents or target in root.parents:
             continue
         if any(target == e or e in target.parents for e in allowed):

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from eagle3lint.config import Settings
 from eagle3lint.engine import Engine
 from eagle3lint.result import CheckResult
-from eagle3lint.sources import iter_python_files
+from eagle3lint.sources import iter_python_files, tree_path
 
 # The analysis modules load only when a run analyses: a warm run answered from the cache
 # never needs them (start-up is most of its cost).
@@ -194,7 +194,7 @@ def _result_key(
             engine.pack.digest,
             settings.to_json(),
             select, ignore, extend_select,
-            sorted(str(p.resolve()) for p in scope),
+            sorted(tree_path(str(p)) for p in scope),
             str(baseline_path), baseline_digest,
             with_fixes, fixes,
         ],
@@ -384,7 +384,7 @@ def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Findi
     root = settings.root.resolve()
     kept = []
     for finding in findings:
-        path = Path(finding.path).resolve()
+        path = Path(tree_path(finding.path))
         try:
             rel = path.relative_to(root).as_posix()
         except ValueError:
@@ -410,7 +410,7 @@ def _model_in_scope(finding: Finding, models: list[ModelClass], scope: list[Path
 
 def _is_engine_file(path: str, engine: Engine) -> bool:
     try:
-        Path(path).resolve().relative_to(engine.root.resolve())
+        Path(tree_path(path)).relative_to(engine.root.resolve())
     except ValueError:
         return False
     return True

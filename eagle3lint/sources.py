@@ -33,6 +33,8 @@ def read_source(path: str) -> bytes | FileError:
             return FileError(path, "is a directory, not a Python file")
         if not stat.S_ISREG(mode):
             # A named pipe or a device would block the read (or never end).
+            if os.path.islink(path):
+                return FileError(path, "is a symbolic link to a pipe, socket or device, not to a Python file; skipped")
             return FileError(path, "is not a regular file (a pipe, socket or device); skipped")
         with open(path, "rb") as handle:
             return handle.read()
@@ -123,17 +125,33 @@ def _real_folder(folder: str) -> str:
 
 
 @cache
-def real_path(path: str) -> str:
-    """``os.path.realpath``, resolving each folder once: hundreds of files share a handful of
-    folders, and only the file itself can still be a link."""
+def tree_path(path: str) -> str:
+    """Where a file lies in the tree: its folders resolved, the file itself kept when it is a
+    symbolic link (to anything but a folder). Python imports a module through a link under the
+    link's own name, so that is where the engine has it and where findings are reported; only
+    reading the text follows the link. A link to a folder is resolved (a PATH naming one means
+    the folder).
+
+    Each folder is resolved once: hundreds of files share a handful of folders."""
     folder, name = os.path.split(os.path.abspath(path))
-    if name in ("", ".", "..") or ".." in path.split(os.sep) or os.path.islink(path):
+    if name in ("", ".", "..") or ".." in path.split(os.sep):
+        # ``abspath`` would drop a ``..`` before the link it climbs out of is resolved.
+        head, name = os.path.split(path)
+        if name in ("", ".", "..") or not _is_file_link(path):
+            return os.path.realpath(path)
+        return os.path.join(os.path.realpath(head or "."), name)
+    if os.path.islink(path) and os.path.isdir(path):
         return os.path.realpath(path)
     return os.path.join(_real_folder(folder), name)
 
 
+def _is_file_link(path: str) -> bool:
+    return os.path.islink(path) and not os.path.isdir(path)
+
+
 def iter_python_files(root: Path) -> Iterator[Path]:
-    """Every ``*.py`` under ``root``, sorted, not following directory links out of the tree."""
+    """Every ``*.py`` under ``root``, sorted, a linked file among them (Python imports through
+    the link), not following folder links out of the tree."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         for name in sorted(filenames):
