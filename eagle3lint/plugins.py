@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle3lint.findings import FileError
+from eagle3lint.sources import syntax_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -211,7 +212,7 @@ def _setup_py(path: Path, errors: list[FileError]) -> tuple[Distribution | None,
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except SyntaxError as exc:
-        errors.append(FileError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}; its entry points are not read"))
+        errors.append(FileError(str(path), f"{syntax_problem(exc)}; its entry points are not read"))
         return None, []
     except (ValueError, RecursionError) as exc:
         errors.append(FileError(str(path), f"cannot be parsed ({type(exc).__name__}); its entry points are not read"))
