@@ -6,8 +6,8 @@
   never cached: they are linked afresh from the summaries on every run, so editing a base class
   in another file is seen at once.
 * The contract (the scan of every engine file outside the models folders) is stored with a
-  fingerprint of those files' paths, sizes and modification times: re-reading thousands of
-  runner files to hash them would cost more than the warm run may take.
+  fingerprint of those files' paths, sizes, inodes and modification and change times:
+  re-reading thousands of runner files to hash them would cost more than the warm run may take.
 
 Entries are pickles read by a *restricted* unpickler that resolves only eagle3lint's own summary
 dataclasses and a few builtins (the approach the ``pickle`` documentation gives for untrusted
@@ -250,14 +250,17 @@ class Cache:
 
     # ---- contract --------------------------------------------------------------------
     def contract_fingerprint(self) -> str:
-        """Name, size and mtime of every file the contract scan reads."""
+        """Name, size, inode and both times of every file the contract scan reads. The change
+        time is the one no copy can keep: ``cp -p``, ``rsync -a`` and ``tar x`` set a file's
+        modification time back, and a same-size edit would otherwise leave the key as it was."""
         h = hashlib.sha256()
         for path in self.engine.call_site_files():
             try:
                 st = os.stat(path)
             except OSError:
                 continue
-            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            key = f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_dev}:{st.st_ino}\n"
+            h.update(key.encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     def load_contract(self, fingerprint: str) -> Contract | None:

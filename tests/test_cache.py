@@ -65,6 +65,27 @@ def test_engine_call_site_change_invalidates_the_contract(tree: Path) -> None:
     assert "get_embed_and_head" not in {f["method"] for f in data["findings"] if f["code"] in ("E3L001", "E3L004")}
 
 
+def test_a_same_size_edit_with_its_modification_time_kept_invalidates_the_contract(tree: Path) -> None:
+    """``cp -p``, ``rsync -a`` and ``tar x`` put the old modification time on new content."""
+    import os
+
+    _, before = run_json("check", ".", cwd=tree)
+    worker = tree / "sglang/srt/speculative/eagle_worker.py"
+    old = worker.read_bytes()
+    kept = os.stat(worker)
+    new = old.replace(b".model.get_embed_and_head()", b".model.get_embed_and_tail()")
+    assert len(new) == len(old) and new != old
+    worker.write_bytes(new)
+    os.utime(worker, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert os.stat(worker).st_size == kept.st_size and os.stat(worker).st_mtime_ns == kept.st_mtime_ns
+    _, warm = run_json("check", ".", cwd=tree)
+    _, cold = run_json("check", ".", "--no-cache", cwd=tree)
+    # The target's get_embed_and_head is no longer called: a stub of it is no longer a finding.
+    stub = ("E3L003", "StubForCausalLM", "get_embed_and_head")
+    assert stub in _keys(before) and stub not in _keys(cold)
+    assert sorted(f["message"] for f in warm["findings"]) == sorted(f["message"] for f in cold["findings"])
+
+
 def test_corrupt_and_foreign_entries_are_ignored(tree: Path) -> None:
     _, cold = run_json("check", ".", cwd=tree)
     entries = sorted((tree / ".eagle3lint_cache").glob("*/*.pickle"))
