@@ -15,7 +15,6 @@ from eagle3lint.engine import Engine
 from eagle3lint.engines import ENGINE_NAMES, adapter_for
 from eagle3lint.errors import UsageError
 from eagle3lint.report.paths import line_path
-from eagle3lint.sources import tree_path
 
 # Engine checkouts keep the package one or two folders down (``python/sglang``).
 _CHECKOUT_LAYOUTS = ("{pkg}", "python/{pkg}", "src/{pkg}")
@@ -31,6 +30,9 @@ def located(path: Path) -> Path:
             raise UsageError(f"{line_path(str(path))}: a symbolic link loop ({exc.strerror})") from None
         if os.path.islink(path):
             raise UsageError(f"{line_path(str(path))}: a broken symbolic link") from None
+    # Imported here: a hook run on files of no engine must not load the parsing modules.
+    from eagle3lint.sources import tree_path
+
     return Path(tree_path(str(path)))
 
 

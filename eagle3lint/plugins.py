@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from eagle3lint.findings import FileError
-from eagle3lint.sources import syntax_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -212,6 +211,9 @@ def _setup_py(path: Path, errors: list[FileError]) -> tuple[Distribution | None,
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except SyntaxError as exc:
+        # The parsing modules load only when a run parses.
+        from eagle3lint.sources import syntax_problem
+
         errors.append(FileError(str(path), f"{syntax_problem(exc)}; its entry points are not read"))
         return None, []
     except (ValueError, RecursionError) as exc:

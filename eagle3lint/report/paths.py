@@ -6,8 +6,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from eagle3lint.sources import tree_path
-
 
 def display_path(path: str, base: Path | None = None, fallback_root: Path | None = None) -> str:
     for root in (base or Path.cwd(), fallback_root):
@@ -55,6 +53,8 @@ def report_base(engine_root: Path, cwd: Path | None = None) -> Path:
 
 def relative_posix(path: str, base: Path) -> str | None:
     """``path`` relative to ``base`` with ``/`` separators, or None when it lies outside."""
+    from eagle3lint.sources import tree_path  # every command imports this module; few call this
+
     try:
         return Path(tree_path(path)).relative_to(base).as_posix()
     except ValueError:
