@@ -159,20 +159,26 @@ def file_kind(mode: int) -> str:
         return "a socket"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
         return "a device"
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
     return "not a plain file"
 
 
-def read_regular_file(path: Path, max_bytes: int) -> bytes:
-    """The bytes of the regular file ``path`` (symlinks followed), at most ``max_bytes``.
+def read_regular_file(path: Path, max_bytes: int, follow_links: bool = True) -> bytes:
+    """The bytes of the regular file ``path`` (symlinks followed unless ``follow_links`` is
+    false: then a link is refused, as anything else not a regular file), at most ``max_bytes``.
 
     The path is stat'ed before it is opened (opening some devices acts on them), and opened
     without blocking and checked again (a named pipe swapped in meanwhile would block the read,
     ``/dev/zero`` would never end). Raises :class:`NotRegularFile`, :class:`FileTooLarge`, or
     the ``OSError`` of the system call (``FileNotFoundError`` among them)."""
-    mode = os.stat(path).st_mode
+    mode = (os.stat if follow_links else os.lstat)(path).st_mode
     if not stat.S_ISREG(mode):
         raise NotRegularFile(f"is not a regular file ({file_kind(mode)})")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)  # a link swapped in since the lstat: ELOOP
+    fd = os.open(path, flags)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):

@@ -103,7 +103,7 @@ def run_check(
     # The run allocates many long-lived objects and frees few cycles: collection only costs.
     gc.disable()
     try:
-        cache = _open_cache(engine, settings) if use_cache else None
+        cache = _open_cache(engine, settings, scope) if use_cache else None
         fingerprint = cache.contract_fingerprint() if cache is not None and contract is None else ""
         results, listing = None, []
         if cache is not None and contract is None and not need_index:
@@ -255,10 +255,18 @@ def _cacheable(result: CheckResult) -> dict[str, object]:
     }
 
 
-def _open_cache(engine: Engine, settings: Settings) -> Cache:
-    from eagle3lint.cache import Cache
+def _open_cache(engine: Engine, settings: Settings, scope: list[Path]) -> Cache | None:
+    """The cache, unless the run must go without (``cache.open_cache`` says why, once)."""
+    from eagle3lint.cache import open_cache
+    from eagle3lint.report.paths import line_path
 
-    return Cache(settings.cache_folder, engine, settings.digest())
+    # The trees a repository may have supplied: where the per-user secret must not lie.
+    checked = [(p, f"the PATH {line_path(str(p))}") for p in scope if p.is_dir()]
+    checked.append((engine.root, f"the engine tree {line_path(str(engine.root))}"))
+    checked += [(p.root, f"the plugin {line_path(str(p.root))}") for p in engine.plugins]
+    project = f"the project folder {line_path(str(settings.root))}" if settings.path else "the working directory"
+    checked.append((settings.root, project))
+    return open_cache(settings.cache_folder, engine, settings.digest(), checked)
 
 
 def _evaluate(
