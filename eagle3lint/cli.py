@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from eagle3lint import __version__
+from eagle3lint import __version__, interrupts
 from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
+from eagle3lint.interrupts import EXIT_INTERRUPTED
 from eagle3lint.report import FORMATS
 
 if TYPE_CHECKING:
@@ -26,7 +27,6 @@ from eagle3lint.report.paths import line_path
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it, whenever the interrupt lands
 
 
 def engine_options(func: F) -> F:
@@ -409,6 +409,7 @@ def explain(code: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     from eagle3lint.report.streams import finish_streams, prepare_streams
 
+    interrupts.new_run()
     streams = prepare_streams()  # a closed stdout, a narrow encoding, names that are not UTF-8
     try:
         _run(argv)
@@ -428,7 +429,7 @@ def _run(argv: list[str] | None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:  # click's form of Ctrl-C
-        click.echo("eagle3lint: interrupted", err=True)
+        interrupts.say_interrupted()
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
@@ -437,7 +438,7 @@ def _run(argv: list[str] | None) -> None:
         click.echo(f"eagle3lint: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
-        click.echo("eagle3lint: interrupted", err=True)
+        interrupts.say_interrupted()
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:  # the reader went away (``| head -1``): nothing to say
         sys.exit(EXIT_ERROR)
