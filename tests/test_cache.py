@@ -226,11 +226,11 @@ def test_a_cache_planted_by_someone_else_is_never_read(tree: Path, tmp_path: Pat
 
 
 def _env(**extra: str) -> dict[str, str]:
+    """The CLI's environment with the user cache folder ``extra`` names (and no other)."""
     import os
 
-    env = {**os.environ, "PYTHONPATH": str(REPO), **extra}
-    env.pop("EAGLE3LINT_CACHE_DIR", None)
-    return {**env, **extra}
+    env = {k: v for k, v in os.environ.items() if k != "EAGLE3LINT_CACHE_DIR"}
+    return {**env, "PYTHONPATH": str(REPO), **extra}
 
 
 def _forge(cache: Path, broken: bytes, tail: str) -> int:
@@ -286,7 +286,7 @@ def test_a_cache_secret_inside_the_checkout_is_refused_and_a_forged_entry_never_
 def test_special_files_in_the_cache_folder_are_never_written_through_or_waited_on(tree: Path, tmp_path: Path) -> None:
     import os
 
-    from tests.robust_helpers import run_bounded
+    from tests.robust_helpers import TIMEOUT_S, cli_env, run_bounded
 
     folder = tree / ".eagle3lint_cache"
     folder.mkdir()
@@ -307,6 +307,15 @@ def test_special_files_in_the_cache_folder_are_never_written_through_or_waited_o
     second = run_bounded("check", ".", cwd=tree)
     assert second.returncode == 1 and "Traceback" not in second.stderr
     assert len(json_findings := run_json("check", ".", cwd=tree)[1]["findings"]) == BASIC_FINDINGS, json_findings
+    # A named pipe for the per-user secret: the run keys a namespace of its own instead.
+    user = tmp_path / "user"
+    user.mkdir()
+    os.mkfifo(user / "cache-secret")
+    third = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "check", "."],
+        cwd=tree, env=cli_env(EAGLE3LINT_CACHE_DIR=str(user)), capture_output=True, text=True, timeout=TIMEOUT_S,
+    )
+    assert third.returncode == 1 and "Traceback" not in third.stderr, third.stderr
 
 
 @pytest.mark.parametrize("kind", ["symbolic link", "file"])
