@@ -20,6 +20,7 @@ from eagle3lint.engine import Engine
 from eagle3lint.errors import UsageError
 from eagle3lint.findings import Finding
 from eagle3lint.safe_io import file_kind, os_problem, read_regular_file
+from eagle3lint.sources import tree_path
 
 BASELINE_VERSION = 1
 Key = tuple[str, str, str, str]
@@ -30,7 +31,7 @@ TEMP_SUFFIX = ".eagle3lint-tmp"
 
 def _relative(path: str, engine: Engine) -> str:
     try:
-        return Path(path).resolve().relative_to(engine.source_root.resolve()).as_posix()
+        return Path(tree_path(path)).relative_to(engine.source_root.resolve()).as_posix()
     except ValueError:
         return Path(path).as_posix()
 

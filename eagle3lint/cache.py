@@ -6,13 +6,17 @@
   never cached: they are linked afresh from the summaries on every run, so editing a base class
   in another file is seen at once.
 * The contract (the scan of every engine file outside the models folders) is stored with a
-  fingerprint of those files' paths, sizes and modification times: re-reading thousands of
-  runner files to hash them would cost more than the warm run may take.
+  fingerprint of those files' paths, sizes, inodes and modification and change times:
+  re-reading thousands of runner files to hash them would cost more than the warm run may take.
 
 Entries are pickles read by a *restricted* unpickler that resolves only eagle3lint's own summary
 dataclasses and a few builtins (the approach the ``pickle`` documentation gives for untrusted
 data): a cache folder committed by mistake, or planted in a repository, cannot make ``check``
-import or call anything else. A corrupt or foreign entry is ignored and rewritten.
+import or call anything else. A corrupt or foreign entry is ignored and rewritten. The namespace
+folder's name holds a per-user secret, so such a cache is never even found, unless the secret
+itself could have come with the repository: ``open_cache`` runs without the cache when the user
+cache folder lies in a tree the run checks. Only regular files are read from the cache folder,
+and nothing is written through a link there.
 
 Each build of eagle3lint and each results-shaping setting has its own namespace folder; those no
 run used for a week, and the least recently used beyond eight, are removed (``cache_prune``).
@@ -28,6 +32,8 @@ import importlib
 import io
 import os
 import pickle
+import stat
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -35,11 +41,12 @@ from typing import Any
 
 from eagle3lint import __version__
 from eagle3lint.cache_prune import open_namespace
-from eagle3lint.config import CACHE_DIR_NAME
+from eagle3lint.config import CACHE_DIR_NAME, file_kind, read_regular_file
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.launch_checks import LaunchRefusal
+from eagle3lint.report.paths import line_path
 from eagle3lint.sources import ParseRequest, parse_module, read_source
 from eagle3lint.summary import (
     ClassSummary,
@@ -52,6 +59,10 @@ from eagle3lint.summary import (
 from eagle3lint.suppressions import FileSuppressions, Suppression
 
 Provider = Callable[[list[ParseRequest]], list[ModuleSummary | FileError]]
+SECRET_NAME = "cache-secret"  # in the user cache folder (``releases.cache_root``)
+MAX_SECRET_BYTES = 4096
+MAX_ENTRY_BYTES = 1 << 28  # the largest entries (a whole vLLM run's result) are a few megabytes
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
     "# This file is a cache directory tag created by eagle3lint.\n"
@@ -112,6 +123,13 @@ def _loads(data: bytes) -> Any:
         raise CorruptEntry(str(exc)) from exc
 
 
+def _is_real_folder(path: Path) -> bool:
+    try:
+        return stat.S_ISDIR(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _atomic_write(path: Path, data: bytes) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
@@ -138,29 +156,111 @@ def _code_digest() -> str:
     return h.hexdigest()[:12]
 
 
+def _secret_path() -> Path:
+    from eagle3lint.releases import cache_root
+
+    return cache_root() / SECRET_NAME
+
+
+def _read_secret(path: Path) -> str:
+    # A pipe or a device there is not waited on or read without end.
+    return read_regular_file(path, MAX_SECRET_BYTES).decode("ascii", "replace").strip()
+
+
 def _user_secret() -> str:
     """A random key kept in the user's cache folder, outside any repository. It is part of every
     namespace, so a ``.eagle3lint_cache`` planted in (or committed to) a repository is never found:
-    it cannot make a check report a crashing model as clean."""
-    from eagle3lint.releases import cache_root
-
-    path = cache_root() / "cache-secret"
+    it cannot make a check report a crashing model as clean. (``secret_exposed`` refuses a run
+    whose secret the repository could have shipped.)"""
+    path = _secret_path()
     try:
-        return path.read_text().strip()
+        return _read_secret(path)
     except OSError:
         pass
     secret = os.urandom(16).hex()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(secret)
     except FileExistsError:
         with contextlib.suppress(OSError):
-            return path.read_text().strip()
+            return _read_secret(path)
     except OSError:
         pass  # a read-only home: this run's namespace is private to it
     return secret
+
+
+def secret_exposed(checked: list[tuple[Path, str]]) -> str | None:
+    """Why this run must not use the cache, when the per-user secret lies in a tree it checks
+    (CI jobs often point ``XDG_CACHE_HOME`` into the checkout): a repository can then ship the
+    secret with entries made for it, and a forged entry would pass a broken model. ``checked``:
+    each tree, with the words that name it. None when the secret is the user's own."""
+    from eagle3lint.releases import cache_root
+
+    user = cache_root()
+    places = {os.path.realpath(user), os.path.realpath(user / SECRET_NAME)}
+    for root, named in checked:
+        real = os.path.realpath(root)
+        if any(p == real or p.startswith(real.rstrip(os.sep) + os.sep) for p in places):
+            return (
+                f"the user cache folder {line_path(str(user))}, which keys the cache, lies inside {named}: "
+                "a repository could have put its secret there, so this run does not use the cache "
+                "(point XDG_CACHE_HOME or EAGLE3LINT_CACHE_DIR outside the checkout to use it)"
+            )
+    return None
+
+
+def folder_problem(folder: Path) -> str | None:
+    """Why ``folder`` cannot hold the cache (None when it can, or does not exist yet): a link
+    would take every entry elsewhere (a folder of someone else's), a file is no folder."""
+    try:
+        mode = os.lstat(folder).st_mode
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot be used as the cache folder ({exc.strerror or exc})"
+    if stat.S_ISLNK(mode):
+        return "is a symbolic link, not a folder: the cache is not read or written through it"
+    if not stat.S_ISDIR(mode):
+        kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+        return f"is {kind}, not a folder"
+    return None
+
+
+_said: set[str] = set()
+
+
+def say_once(message: str) -> None:
+    """A note on standard error, once per process (``fix`` runs several checks)."""
+    if message not in _said:
+        _said.add(message)
+        print(f"eagle3lint: {message}", file=sys.stderr)
+
+
+def open_cache(folder: Path, engine: Engine, settings_digest: str, checked: list[tuple[Path, str]]) -> Cache | None:
+    """The run's cache, or None (said once) when it must run without: the cache folder is not a
+    real folder, or the secret that keys it could have come from a tree being checked."""
+    problem = folder_problem(folder)
+    if problem is not None:
+        say_once(f"{line_path(str(folder))} {problem}; running without the cache")
+        return None
+    exposed = secret_exposed(checked)
+    if exposed is not None:
+        say_once(exposed)
+        return None
+    return Cache(folder, engine, settings_digest)
+
+
+def _create_new(path: Path, text: str) -> None:
+    """Write a new file, never through what is already there: a dangling link would have the
+    write land where it points (anywhere, for root), a named pipe would block it."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    except FileExistsError:
+        return  # whatever it is, it is left alone
+    with os.fdopen(fd, "w") as handle:
+        handle.write(text)
 
 
 class Cache:
@@ -183,12 +283,10 @@ class Cache:
             return True
         try:
             (self.folder / self.namespace).mkdir(parents=True, exist_ok=True)
-            ignore = self.folder / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by eagle3lint automatically.\n*\n")
-            tag = self.folder / "CACHEDIR.TAG"
-            if not tag.exists():
-                tag.write_text(_CACHEDIR_TAG)
+            if not _is_real_folder(self.folder / self.namespace):
+                return False  # a link in its place: nothing is written through it
+            _create_new(self.folder / ".gitignore", "# Created by eagle3lint automatically.\n*\n")
+            _create_new(self.folder / "CACHEDIR.TAG", _CACHEDIR_TAG)
         except OSError:
             return False  # a read-only checkout still gets checked, only slower
         self._ready = True
@@ -199,8 +297,11 @@ class Cache:
         return self.folder / self.namespace / f"{digest}.pickle"
 
     def _load(self, name: str) -> dict[str, Any] | None:
+        if not _is_real_folder(self.folder / self.namespace):
+            return None
         try:
-            data = _loads(self._entry_path(name).read_bytes())
+            # Only a regular file is an entry: a link, a pipe or a device in its place is not read.
+            data = _loads(read_regular_file(self._entry_path(name), MAX_ENTRY_BYTES, follow_symlinks=False))
         except (OSError, CorruptEntry):
             return None
         if not isinstance(data, dict) or data.get("name") != name:
@@ -251,14 +352,17 @@ class Cache:
 
     # ---- contract --------------------------------------------------------------------
     def contract_fingerprint(self) -> str:
-        """Name, size and mtime of every file the contract scan reads."""
+        """Name, size, inode and both times of every file the contract scan reads. The change
+        time is the one no copy can keep: ``cp -p``, ``rsync -a`` and ``tar x`` set a file's
+        modification time back, and a same-size edit would otherwise leave the key as it was."""
         h = hashlib.sha256()
         for path in self.engine.call_site_files():
             try:
                 st = os.stat(path)
             except OSError:
                 continue
-            h.update(f"{path}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogateescape"))
+            key = f"{path}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_dev}:{st.st_ino}\n"
+            h.update(key.encode("utf-8", "surrogateescape"))
         return h.hexdigest()
 
     def load_contract(self, fingerprint: str) -> Contract | None:
@@ -288,7 +392,7 @@ class Cache:
         self._store("contract", data)
 
 
-__all__ = ["CACHE_DIR_NAME", "Cache"]
+__all__ = ["CACHE_DIR_NAME", "Cache", "open_cache"]
 
 
 class ResultCache:

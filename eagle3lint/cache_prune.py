@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -30,8 +31,8 @@ _TAG_MARK = b"cache directory tag created by eagle3lint"
 
 def open_namespace(folder: Path, namespace: str, now: float | None = None) -> list[str]:
     """Mark ``namespace`` used and prune its siblings; returns the names removed."""
-    with contextlib.suppress(OSError):
-        os.utime(folder / namespace)
+    with contextlib.suppress(OSError, NotImplementedError):
+        os.utime(folder / namespace, follow_symlinks=False)
     try:
         return prune_namespaces(folder, namespace, time.time() if now is None else now)
     except OSError:
@@ -60,11 +61,19 @@ def prune_namespaces(folder: Path, keep: str, now: float) -> list[str]:
 
 
 def _is_our_cache(folder: Path) -> bool:
+    """Whether the tag is ours: a regular file, never a link (to a file of someone else's) nor a
+    named pipe (opening or reading one would wait for a writer that never comes)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
     try:
-        with open(folder / "CACHEDIR.TAG", "rb") as handle:
-            return _TAG_MARK in handle.read(512)
+        fd = os.open(folder / "CACHEDIR.TAG", flags)
     except OSError:
         return False
+    try:
+        return stat.S_ISREG(os.fstat(fd).st_mode) and _TAG_MARK in os.read(fd, 512)
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
 
 
 def _remove_namespace(path: Path) -> bool:

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from eagle3lint import __version__
+from eagle3lint import __version__, interrupts
 from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
+from eagle3lint.interrupts import EXIT_INTERRUPTED
 from eagle3lint.report import FORMATS
 
 if TYPE_CHECKING:
@@ -27,7 +28,6 @@ from eagle3lint.report.paths import line_path
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it, whenever the interrupt lands
 
 
 def engine_options(func: F) -> F:
@@ -123,13 +123,14 @@ def _plugins_outside(found: Engine, scope: list[Path], extra_models: list[Path],
     """Every PATH must lie in the engine analysed (or hold it, as a checkout does, or be a
     configured out-of-tree model folder), or be a Python package read as a plugin: a PATH
     elsewhere would be reported clean unexamined."""
+    from eagle3lint.engine_finder import located
     from eagle3lint.plugins import package_roots, read_plugin
 
-    root = found.root.resolve()
-    allowed = [e.resolve() for e in extra_models]
+    root = located(found.root)
+    allowed = [located(e) for e in extra_models]
     plugins: dict[Path, PluginPackage] = {}
     for path in scope:
-        target = path.resolve()
+        target = located(path)
         if target == root or root in target.parents or target in root.parents:
             continue
         if any(target == e or e in target.parents for e in allowed):
@@ -431,6 +432,7 @@ def explain(code: str) -> None:
 def main(argv: list[str] | None = None) -> None:
     from eagle3lint.report.streams import finish_streams, prepare_streams
 
+    interrupts.new_run()
     streams = prepare_streams()  # a closed stdout, a narrow encoding, names that are not UTF-8
     try:
         _run(argv)
@@ -450,7 +452,7 @@ def _run(argv: list[str] | None) -> None:
     except click.exceptions.Exit as exc:
         sys.exit(exc.exit_code)
     except click.exceptions.Abort:  # click's form of Ctrl-C
-        click.echo("eagle3lint: interrupted", err=True)
+        interrupts.say_interrupted()
         sys.exit(EXIT_INTERRUPTED)
     except click.ClickException as exc:
         exc.show()
@@ -459,7 +461,7 @@ def _run(argv: list[str] | None) -> None:
         click.echo(f"eagle3lint: error: {exc}", err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
-        click.echo("eagle3lint: interrupted", err=True)
+        interrupts.say_interrupted()
         sys.exit(EXIT_INTERRUPTED)
     except BrokenPipeError:  # the reader went away (``| head -1``): nothing to say
         sys.exit(EXIT_ERROR)

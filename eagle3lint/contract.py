@@ -25,7 +25,7 @@ from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.launch_checks import LaunchRefusal, read_launch_refusals
 from eagle3lint.rulepack import MemberSpec
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.sources import decode_source, read_source, syntax_problem
 from eagle3lint.summary import try_parts
 
 FATAL_GUARDS = ("none", "error")
@@ -650,10 +650,11 @@ def scan_file(
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=str(path))
-    except (SyntaxError, ValueError, RecursionError) as exc:
-        line = getattr(exc, "lineno", None)
-        where = f" at line {line}" if line else ""
-        return FileError(str(path), f"syntax error{where}: {getattr(exc, 'msg', exc)}")
+    except SyntaxError as exc:
+        # The index's wording: a file both read is reported once.
+        return FileError(str(path), syntax_problem(exc))
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileError(str(path), f"cannot be parsed: {type(exc).__name__}: {exc}")
     collector.indent = 0
     collector.block(tree.body, _Context())
     if check_calls is not None:

@@ -5,6 +5,8 @@ looks like."""
 from __future__ import annotations
 
 import dataclasses
+import errno
+import os
 import sys
 from pathlib import Path
 
@@ -12,9 +14,26 @@ from eagle3lint.adapter import EngineAdapter
 from eagle3lint.engine import Engine
 from eagle3lint.engines import ENGINE_NAMES, adapter_for
 from eagle3lint.errors import UsageError
+from eagle3lint.report.paths import line_path
 
 # Engine checkouts keep the package one or two folders down (``python/sglang``).
 _CHECKOUT_LAYOUTS = ("{pkg}", "python/{pkg}", "src/{pkg}")
+
+
+def located(path: Path) -> Path:
+    """Where ``path`` lies in its tree (``sources.tree_path``: a linked file keeps its link's
+    name). A symbolic link loop on the way is a usage error naming the path."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UsageError(f"{line_path(str(path))}: a symbolic link loop ({exc.strerror})") from None
+        if os.path.islink(path):
+            raise UsageError(f"{line_path(str(path))}: a broken symbolic link") from None
+    # Imported here: a hook run on files of no engine must not load the parsing modules.
+    from eagle3lint.sources import tree_path
+
+    return Path(tree_path(str(path)))
 
 
 def _find_upwards(start: Path, adapters: list[EngineAdapter]) -> tuple[EngineAdapter, Path] | None:
@@ -68,7 +87,7 @@ def discover_engine(
     engines = [adapter_for(name) for name in ((engine,) if engine else ENGINE_NAMES)]
     found: tuple[EngineAdapter, Path] | None = None
     if engine_root is not None:
-        root = engine_root.resolve()
+        root = located(engine_root)
         if not root.is_dir():
             raise UsageError(f"--engine-root {engine_root}: no such folder")
         found = _find_upwards(root, engines) or _find_downwards(root, engines)
@@ -77,7 +96,7 @@ def discover_engine(
             raise UsageError(f"--engine-root {engine_root}: no {names} package found there")
     elif paths:
         for path in paths:
-            start = path.resolve()
+            start = located(path)
             if not start.exists():
                 raise UsageError(f"{path}: no such file or folder")
             folder = start if start.is_dir() else start.parent

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from eagle3lint.engine import Engine
-from eagle3lint.engine_finder import discover_engine
+from eagle3lint.engine_finder import discover_engine, located
 from eagle3lint.errors import UsageError
 
 PYTHON_SUFFIXES = (".py", ".pyi")
@@ -30,11 +30,11 @@ def engine_files(
     ``engine_root`` when given, else any found by walking up from each file), or inside one of
     the configured out-of-tree model folders."""
     # Resolved like the engine root, so module names can be derived from them.
-    python = [p.resolve() for p in paths if p.suffix in PYTHON_SUFFIXES]
-    extra = [e.resolve() for e in extra_models or []]
+    python = [located(p) for p in paths if p.suffix in PYTHON_SUFFIXES]
+    extra = [located(e) for e in extra_models or []]
     python_extra = [p for p in python if any(p == e or e in p.parents for e in extra)]
     if engine_root is not None:
-        root = discover_engine([], engine=engine, engine_root=engine_root).root.resolve()
+        root = located(discover_engine([], engine=engine, engine_root=engine_root).root)
         return [p for p in python if root in p.parents or p in python_extra]
     inside: list[Path] = list(python_extra)
     for path in python:
@@ -55,12 +55,12 @@ def widen_for_call_site_changes(engine: Engine, scope: list[Path]) -> tuple[list
     from eagle3lint.contract import contract_needles
 
     needles = contract_needles(engine)
-    root = engine.root.resolve()
+    root = located(engine.root)
     widening: list[Path] = []
     for path in scope:
         if not path.is_file():
             continue
-        resolved = path.resolve()
+        resolved = located(path)
         if root not in resolved.parents or not engine.scans_for_call_sites(resolved.relative_to(root).parts):
             continue
         try:

@@ -9,14 +9,13 @@ checks treat as "cannot prove", never as an error.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
-from eagle3lint.sources import ParseRequest, module_name, parse_module, real_path
+from eagle3lint.sources import ParseRequest, module_name, parse_module, tree_path
 from eagle3lint.summary import ClassSummary, FunctionSummary, ModuleSummary, final_constructions
 
 
@@ -111,11 +110,8 @@ class ProjectIndex:
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
-        try:
-            text = str(path)
-            path = path.resolve() if os.path.islink(text) else Path(real_path(text))
-        except (OSError, RuntimeError):
-            path = path.absolute()  # a symlink loop: reading it reports the problem
+        # A linked file keeps the link's name, inside the tree: the engine imports it so.
+        path = Path(tree_path(str(path)))
         for root in (self.engine.root, *(p.root for p in self.engine.plugins)):
             try:
                 name, is_package = module_name(root, path)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3lint.index import ClassRef, ProjectIndex, Resolved
-from eagle3lint.sources import iter_python_files, real_path
+from eagle3lint.sources import iter_python_files, tree_path
 from eagle3lint.summary import ClassSummary
 
 if TYPE_CHECKING:
@@ -239,9 +239,9 @@ def model_files_in_scope(engine: Engine, scope: list[Path]) -> list[Path]:
 
 
 def in_scope(path: str, scope: list[Path]) -> bool:
-    resolved = real_path(path)
+    resolved = tree_path(path)
     for item in scope:
-        target = real_path(str(item))
+        target = tree_path(str(item))
         if resolved == target or resolved.startswith(target.rstrip(os.sep) + os.sep):
             return True
     return False

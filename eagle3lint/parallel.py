@@ -146,6 +146,7 @@ class WorkerPool:
             return
         # ``_processes`` is private, but Python before 3.14 offers no way to stop a worker.
         processes = list((getattr(executor, "_processes", None) or {}).values())
+        manager = getattr(executor, "_executor_manager_thread", None)
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -153,6 +154,12 @@ class WorkerPool:
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AssertionError, AttributeError):
                 process.join(timeout=5)
+        # The pool's thread closes its wake-up pipe as it ends; the interpreter's exit wakes
+        # every such thread, and one still ending then writes to a pipe being closed (3.11:
+        # "Exception ignored ... Bad file descriptor"). Seeing its workers killed, it ends.
+        if isinstance(manager, threading.Thread):
+            with contextlib.suppress(RuntimeError):
+                manager.join(timeout=5)
 
     def __enter__(self) -> WorkerPool:
         return self

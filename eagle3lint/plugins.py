@@ -211,7 +211,10 @@ def _setup_py(path: Path, errors: list[FileError]) -> tuple[Distribution | None,
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
     except SyntaxError as exc:
-        errors.append(FileError(str(path), f"syntax error at line {exc.lineno}: {exc.msg}; its entry points are not read"))
+        # The parsing modules load only when a run parses.
+        from eagle3lint.sources import syntax_problem
+
+        errors.append(FileError(str(path), f"{syntax_problem(exc)}; its entry points are not read"))
         return None, []
     except (ValueError, RecursionError) as exc:
         errors.append(FileError(str(path), f"cannot be parsed ({type(exc).__name__}); its entry points are not read"))

@@ -22,7 +22,7 @@ from pathlib import Path
 from eagle3lint.findings import FileError
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.plugins import PluginPackage
-from eagle3lint.sources import decode_source, module_name, read_source
+from eagle3lint.sources import decode_source, module_name, read_source, syntax_problem
 
 
 @dataclass(frozen=True)
@@ -282,8 +282,7 @@ def read_registrations(index: ProjectIndex, plugin: PluginPackage, shapes: Regis
                     warnings.simplefilter("ignore")
                     tree = ast.parse(text, filename=path)
             except SyntaxError as exc:
-                where = f" at line {exc.lineno}" if exc.lineno else ""
-                index.errors.setdefault(path, FileError(path, f"syntax error{where}: {exc.msg}; its model registrations are not read"))
+                index.errors.setdefault(path, FileError(path, f"{syntax_problem(exc)}; its model registrations are not read"))
                 continue
             except (ValueError, RecursionError) as exc:
                 index.errors.setdefault(path, FileError(path, f"cannot be parsed: {type(exc).__name__}; its model registrations are not read"))

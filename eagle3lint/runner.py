@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from eagle3lint.config import Settings
 from eagle3lint.engine import Engine
 from eagle3lint.result import CheckResult
-from eagle3lint.sources import iter_python_files
+from eagle3lint.sources import iter_python_files, tree_path
 
 # The analysis modules load only when a run analyses: a warm run answered from the cache
 # never needs them (start-up is most of its cost).
@@ -113,7 +113,7 @@ def run_check(
     # The run allocates many long-lived objects and frees few cycles: collection only costs.
     gc.disable()
     try:
-        cache = _open_cache(engine, settings) if use_cache else None
+        cache = _open_cache(engine, settings, scope) if use_cache else None
         fingerprint = cache.contract_fingerprint() if cache is not None and contract is None else ""
         results, listing = None, []
         if cache is not None and contract is None and not need_index:
@@ -205,7 +205,7 @@ def _result_key(
             engine.pack.digest,
             settings.to_json(),
             select, ignore, extend_select,
-            sorted(str(p.resolve()) for p in scope),
+            sorted(tree_path(str(p)) for p in scope),
             str(baseline_path), baseline_digest,
             with_fixes, fixes,
         ],
@@ -266,10 +266,18 @@ def _cacheable(result: CheckResult) -> dict[str, object]:
     }
 
 
-def _open_cache(engine: Engine, settings: Settings) -> Cache:
-    from eagle3lint.cache import Cache
+def _open_cache(engine: Engine, settings: Settings, scope: list[Path]) -> Cache | None:
+    """The cache, unless the run must go without (``cache.open_cache`` says why, once)."""
+    from eagle3lint.cache import open_cache
+    from eagle3lint.report.paths import line_path
 
-    return Cache(settings.cache_folder, engine, settings.digest())
+    # The trees a repository may have supplied: where the per-user secret must not lie.
+    checked = [(p, f"the PATH {line_path(str(p))}") for p in scope if p.is_dir()]
+    checked.append((engine.root, f"the engine tree {line_path(str(engine.root))}"))
+    checked += [(p.root, f"the plugin {line_path(str(p.root))}") for p in engine.plugins]
+    project = f"the project folder {line_path(str(settings.root))}" if settings.path else "the working directory"
+    checked.append((settings.root, project))
+    return open_cache(settings.cache_folder, engine, settings.digest(), checked)
 
 
 def _evaluate(
@@ -406,7 +414,7 @@ def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Findi
     root = settings.root.resolve()
     kept = []
     for finding in findings:
-        path = Path(finding.path).resolve()
+        path = Path(tree_path(finding.path))
         try:
             rel = path.relative_to(root).as_posix()
         except ValueError:
@@ -432,7 +440,7 @@ def _model_in_scope(finding: Finding, models: list[ModelClass], scope: list[Path
 
 def _is_engine_file(path: str, engine: Engine) -> bool:
     try:
-        Path(path).resolve().relative_to(engine.root.resolve())
+        Path(tree_path(path)).relative_to(engine.root.resolve())
     except ValueError:
         return False
     return True

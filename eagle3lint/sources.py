@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import stat
+import sys
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -33,6 +35,8 @@ def read_source(path: str) -> bytes | FileError:
             return FileError(path, "is a directory, not a Python file")
         if not stat.S_ISREG(mode):
             # A named pipe or a device would block the read (or never end).
+            if os.path.islink(path):
+                return FileError(path, "is a symbolic link to a pipe, socket or device, not to a Python file; skipped")
             return FileError(path, "is not a regular file (a pipe, socket or device); skipped")
         with open(path, "rb") as handle:
             return handle.read()
@@ -74,6 +78,43 @@ def decode_source(path: str, data: bytes) -> str | FileError:
         return FileError(path, f"unknown source encoding {encoding!r}")
 
 
+# Syntax a newer Python accepts and the running one calls plain "invalid syntax": the first
+# version that has it, and the shape of the line the error is on.
+_NEWER_SYNTAX: tuple[tuple[tuple[int, int], re.Pattern[str]], ...] = (
+    ((3, 12), re.compile(r"^\s*type\s+[A-Za-z_]\w*\s*[\[=]")),  # PEP 695: type X = ...
+    ((3, 12), re.compile(r"^\s*(?:async\s+)?def\s+\w+\s*\[")),  # PEP 695: def f[T](...)
+    ((3, 12), re.compile(r"^\s*class\s+\w+\s*\[")),  # PEP 695: class C[T]
+    ((3, 13), re.compile(r"^\s*(?:type|(?:async\s+)?def|class)\s+\w+\s*\[[^\]]*=")),  # PEP 696 defaults
+    ((3, 14), re.compile(r"^\s*except\*?\s+[^(\s:][^:]*,")),  # PEP 758: except A, B:
+    ((3, 14), re.compile(r"(?<![\w.'\"])(?:[tT][rR]?|[rR][tT])['\"]")),  # PEP 750 template strings
+)
+
+
+def syntax_problem(exc: SyntaxError) -> str:
+    """A syntax error as the end of "<file>: ...": where and what; and, when the line holds syntax
+    a newer Python accepts, that the file may need one (the parser is the running Python's)."""
+    if exc.lineno is None:  # e.g. a NUL byte: Python names no position
+        problem = f"cannot be parsed: {exc.msg}"
+    else:
+        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        problem = f"syntax error at {where}: {exc.msg}"
+    newer = _newer_python_for(exc)
+    if newer is not None:
+        running = ".".join(map(str, sys.version_info[:3]))
+        problem += f"; the file may need Python {newer[0]}.{newer[1]} or newer (eagle3lint runs on Python {running})"
+    return problem
+
+
+def _newer_python_for(exc: SyntaxError) -> tuple[int, int] | None:
+    """The newest of the versions whose syntax the line shows (``class C[T = int]`` is 3.13)."""
+    running = sys.version_info[:2]
+    line = exc.text or ""
+    needed = [version for version, shape in _NEWER_SYNTAX if running < version and shape.search(line)]
+    if running < (3, 12) and exc.msg.startswith("f-string"):
+        needed.append((3, 12))  # PEP 701: quotes, backslashes and comments inside f-string fields
+    return max(needed, default=None)
+
+
 def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     data = read_source(request.path)
     if isinstance(data, FileError):
@@ -87,10 +128,7 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
             warnings.simplefilter("ignore")
             tree = ast.parse(text, filename=request.path)
     except SyntaxError as exc:
-        if exc.lineno is None:  # e.g. a NUL byte: Python names no position
-            return FileError(request.path, f"cannot be parsed: {exc.msg}")
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        return FileError(request.path, f"syntax error at {where}: {exc.msg}")
+        return FileError(request.path, syntax_problem(exc))
     except (ValueError, RecursionError, MemoryError) as exc:
         return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
     try:
@@ -123,17 +161,33 @@ def _real_folder(folder: str) -> str:
 
 
 @cache
-def real_path(path: str) -> str:
-    """``os.path.realpath``, resolving each folder once: hundreds of files share a handful of
-    folders, and only the file itself can still be a link."""
+def tree_path(path: str) -> str:
+    """Where a file lies in the tree: its folders resolved, the file itself kept when it is a
+    symbolic link (to anything but a folder). Python imports a module through a link under the
+    link's own name, so that is where the engine has it and where findings are reported; only
+    reading the text follows the link. A link to a folder is resolved (a PATH naming one means
+    the folder).
+
+    Each folder is resolved once: hundreds of files share a handful of folders."""
     folder, name = os.path.split(os.path.abspath(path))
-    if name in ("", ".", "..") or ".." in path.split(os.sep) or os.path.islink(path):
+    if name in ("", ".", "..") or ".." in path.split(os.sep):
+        # ``abspath`` would drop a ``..`` before the link it climbs out of is resolved.
+        head, name = os.path.split(path)
+        if name in ("", ".", "..") or not _is_file_link(path):
+            return os.path.realpath(path)
+        return os.path.join(os.path.realpath(head or "."), name)
+    if os.path.islink(path) and os.path.isdir(path):
         return os.path.realpath(path)
     return os.path.join(_real_folder(folder), name)
 
 
+def _is_file_link(path: str) -> bool:
+    return os.path.islink(path) and not os.path.isdir(path)
+
+
 def iter_python_files(root: Path) -> Iterator[Path]:
-    """Every ``*.py`` under ``root``, sorted, not following directory links out of the tree."""
+    """Every ``*.py`` under ``root``, sorted, a linked file among them (Python imports through
+    the link), not following folder links out of the tree."""
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if not d.startswith(".") and d != "__pycache__")
         for name in sorted(filenames):

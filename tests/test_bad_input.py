@@ -35,6 +35,39 @@ def test_syntax_error_is_reported_and_the_rest_checked(tree: Path) -> None:
     assert "Traceback" not in done.stderr
 
 
+# Each needs the Python named: on an older one it is a syntax error that says so.
+NEWER_SYNTAX = [
+    ("pep695_alias.py", "type Alias = list[int]\n", (3, 12)),
+    ("pep695_function.py", "def first[T](items: list[T]) -> T:\n    return items[0]\n", (3, 12)),
+    ("pep695_class.py", "class Box[T]:\n    pass\n", (3, 12)),
+    ("pep701_fstring.py", 'names = ["a"]\nlabel = f"{", ".join(names)}"\n', (3, 12)),
+    ("pep696_default.py", "class Holder[T = int]:\n    pass\n", (3, 13)),
+]
+
+
+def test_syntax_of_a_newer_python_says_the_file_may_need_one(tree: Path) -> None:
+    models = _models(tree)
+    for name, text, _ in NEWER_SYNTAX:
+        (models / name).write_text(text)
+    (models / "plain_error.py").write_text("x = = 1\n")
+    # An engine file the contract scan reads (it holds a member's name) goes through its parser.
+    (tree / "sglang/srt/speculative/typed_worker.py").write_text(
+        "def capture(model):\n    type Layers = list[int]\n    model.set_eagle3_layers_to_capture()\n"
+    )
+    code, data = run_json("check", tree, "--no-cache")
+    assert code == 2 and len(data["findings"]) == BASIC_FINDINGS
+    messages = {Path(e["path"]).name: e["message"] for e in data["errors"]}
+    running = ".".join(map(str, sys.version_info[:3]))
+    for name, _, needed in [*NEWER_SYNTAX, ("typed_worker.py", "", (3, 12))]:
+        if sys.version_info[:2] >= needed:
+            assert name not in messages  # this Python reads it
+        else:
+            assert messages[name].startswith("syntax error at line ")
+            hint = f"; the file may need Python {needed[0]}.{needed[1]} or newer (eagle3lint runs on Python {running})"
+            assert messages[name].endswith(hint), messages[name]
+    assert messages["plain_error.py"] == "syntax error at line 1, column 5: invalid syntax"
+
+
 def test_non_utf8_file(tree: Path) -> None:
     (_models(tree) / "latin.py").write_bytes(b"# caf\xe9\nclass X:\n    pass\n")
     code, data = run_json("check", tree)
@@ -98,9 +131,10 @@ def test_broken_symlink_and_directory_named_py(tree: Path) -> None:
     (_models(tree) / "dangling.py").symlink_to(tree / "nowhere.py")
     (_models(tree) / "pkg.py").mkdir()
     code, data = run_json("check", tree)
-    messages = sorted(e["message"] for e in data["errors"])
+    messages = {e["path"]: e["message"] for e in data["errors"]}
     assert code == 2
-    assert any("vanished" in m for m in messages)
+    # Named at the link, as what it is (not a file that vanished).
+    assert messages[str(_models(tree) / "dangling.py")] == "is a broken symbolic link"
     assert len(data["findings"]) == BASIC_FINDINGS
 
 

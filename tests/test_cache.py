@@ -65,6 +65,27 @@ def test_engine_call_site_change_invalidates_the_contract(tree: Path) -> None:
     assert "get_embed_and_head" not in {f["method"] for f in data["findings"] if f["code"] in ("E3L001", "E3L004")}
 
 
+def test_a_same_size_edit_with_its_modification_time_kept_invalidates_the_contract(tree: Path) -> None:
+    """``cp -p``, ``rsync -a`` and ``tar x`` put the old modification time on new content."""
+    import os
+
+    _, before = run_json("check", ".", cwd=tree)
+    worker = tree / "sglang/srt/speculative/eagle_worker.py"
+    old = worker.read_bytes()
+    kept = os.stat(worker)
+    new = old.replace(b".model.get_embed_and_head()", b".model.get_embed_and_tail()")
+    assert len(new) == len(old) and new != old
+    worker.write_bytes(new)
+    os.utime(worker, ns=(kept.st_atime_ns, kept.st_mtime_ns))
+    assert os.stat(worker).st_size == kept.st_size and os.stat(worker).st_mtime_ns == kept.st_mtime_ns
+    _, warm = run_json("check", ".", cwd=tree)
+    _, cold = run_json("check", ".", "--no-cache", cwd=tree)
+    # The target's get_embed_and_head is no longer called: a stub of it is no longer a finding.
+    stub = ("E3L003", "StubForCausalLM", "get_embed_and_head")
+    assert stub in _keys(before) and stub not in _keys(cold)
+    assert sorted(f["message"] for f in warm["findings"]) == sorted(f["message"] for f in cold["findings"])
+
+
 def test_corrupt_and_foreign_entries_are_ignored(tree: Path) -> None:
     _, cold = run_json("check", ".", cwd=tree)
     entries = sorted((tree / ".eagle3lint_cache").glob("*/*.pickle"))
@@ -199,3 +220,116 @@ def test_a_cache_planted_by_someone_else_is_never_read(tree: Path, tmp_path: Pat
     done = run_cli("check", ".", cwd=tree, env=ours)
     assert done.returncode == 1 and f"{BASIC_ERRORS} errors" in done.stdout
     assert len([p for p in (tree / ".eagle3lint_cache").iterdir() if p.is_dir()]) == 2  # two namespaces
+
+
+# ---- a cache the repository supplies -------------------------------------------------------
+
+
+def _env(**extra: str) -> dict[str, str]:
+    """The CLI's environment with the user cache folder ``extra`` names (and no other)."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "EAGLE3LINT_CACHE_DIR"}
+    return {**env, "PYTHONPATH": str(REPO), **extra}
+
+
+def _forge(cache: Path, broken: bytes, tail: str) -> int:
+    """As ``round3/harness/forge_cache.py`` does: the stored summary of a fixed file, and every
+    stored result made from it, relabelled with the digest of the broken text."""
+    import hashlib
+
+    from eagle3lint import cache as C
+
+    digest = hashlib.sha256(broken).hexdigest()
+    patched = 0
+    for path in cache.glob("*/*.pickle"):
+        data = C._loads(path.read_bytes())
+        name = data.get("name", "")
+        if name.startswith("summary:") and name.endswith(tail):
+            data["sha256"] = digest
+        elif name.startswith("result:"):
+            data["inputs"] = [(p, digest if p.endswith(tail) else h) for p, h in data["inputs"]]
+        else:
+            continue
+        path.write_bytes(C._dumps(data))
+        patched += 1
+    return patched
+
+
+def test_a_cache_secret_inside_the_checkout_is_refused_and_a_forged_entry_never_read(tree: Path, tmp_path: Path) -> None:
+    """The repository ships ``.cache/eagle3lint/cache-secret`` and a ``.eagle3lint_cache`` forged
+    with it; the CI job points XDG_CACHE_HOME into the checkout."""
+    wrapper = tree / "sglang/srt/models/wrapper_attr.py"
+    broken = wrapper.read_bytes()
+    # The attacker, with the secret it will ship, caches the fixed file and forges the entries.
+    attacker = tmp_path / "attacker"
+    assert run_cli("fix", "--apply", "sglang/srt/models", cwd=tree, env=_env(EAGLE3LINT_CACHE_DIR=str(attacker))).returncode in (0, 1)
+    assert run_cli("check", "sglang/srt/models", cwd=tree, env=_env(EAGLE3LINT_CACHE_DIR=str(attacker))).returncode in (0, 1)
+    wrapper.write_bytes(broken)
+    assert _forge(tree / ".eagle3lint_cache", broken, "wrapper_attr.py") >= 2
+    shipped = tree / ".cache" / "eagle3lint"
+    shipped.mkdir(parents=True)
+    shutil.copy(attacker / "cache-secret", shipped / "cache-secret")
+    # The victim's run: the cache is not used, and says so once.
+    victim = _env(XDG_CACHE_HOME=str(tree / ".cache"))
+    done = run_cli("check", "sglang/srt/models", cwd=tree, env=victim)
+    assert done.returncode == 1
+    assert "`WrapperAttrForConditionalGeneration` does not delegate" in done.stdout
+    assert done.stderr.count("this run does not use the cache") == 1, done.stderr
+    assert "lies inside the working directory" in done.stderr
+    # Inside the engine tree, the PATH and the working directory elsewhere: named as such.
+    inner = _env(XDG_CACHE_HOME=str(tree / "sglang" / ".cache"))
+    done = run_cli("check", tree / "sglang/srt/models", cwd=tmp_path, env=inner)
+    assert done.returncode == 1 and "lies inside the engine tree t/sglang:" in done.stderr, done.stderr
+
+
+def test_special_files_in_the_cache_folder_are_never_written_through_or_waited_on(tree: Path, tmp_path: Path) -> None:
+    import os
+
+    from tests.robust_helpers import TIMEOUT_S, cli_env, run_bounded
+
+    folder = tree / ".eagle3lint_cache"
+    folder.mkdir()
+    (folder / ".gitignore").symlink_to(tmp_path / "planted-gitignore")
+    (folder / "CACHEDIR.TAG").symlink_to(tmp_path / "planted-tag")
+    first = run_bounded("check", ".", cwd=tree)
+    assert first.returncode == 1 and "Traceback" not in first.stderr
+    assert not (tmp_path / "planted-gitignore").exists() and not (tmp_path / "planted-tag").exists()
+    assert (folder / ".gitignore").is_symlink() and (folder / "CACHEDIR.TAG").is_symlink()
+    # Named pipes for the tag and for every entry: opening or reading one would block forever.
+    (folder / "CACHEDIR.TAG").unlink()
+    os.mkfifo(folder / "CACHEDIR.TAG")
+    entries = list(folder.glob("*/*.pickle"))
+    assert entries
+    for entry in entries:
+        entry.unlink()
+        os.mkfifo(entry)
+    second = run_bounded("check", ".", cwd=tree)
+    assert second.returncode == 1 and "Traceback" not in second.stderr
+    assert len(json_findings := run_json("check", ".", cwd=tree)[1]["findings"]) == BASIC_FINDINGS, json_findings
+    # A named pipe for the per-user secret: the run keys a namespace of its own instead.
+    user = tmp_path / "user"
+    user.mkdir()
+    os.mkfifo(user / "cache-secret")
+    third = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "check", "."],
+        cwd=tree, env=cli_env(EAGLE3LINT_CACHE_DIR=str(user)), capture_output=True, text=True, timeout=TIMEOUT_S,
+    )
+    assert third.returncode == 1 and "Traceback" not in third.stderr, third.stderr
+
+
+@pytest.mark.parametrize("kind", ["symbolic link", "file"])
+def test_a_cache_folder_that_is_not_a_real_folder_is_not_used(tree: Path, tmp_path: Path, kind: str) -> None:
+    folder = tree / ".eagle3lint_cache"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    if kind == "file":
+        folder.write_text("not a folder")
+    else:
+        folder.symlink_to(elsewhere)
+    for _ in range(2):
+        done = run_cli("fix", ".", cwd=tree)
+        assert done.returncode == 1 and "Traceback" not in done.stderr
+        assert done.stderr.count("running without the cache") == 1, done.stderr
+        assert f".eagle3lint_cache is a {kind}" in done.stderr
+    assert list(elsewhere.iterdir()) == []

@@ -113,6 +113,15 @@ def test_reading_dev_zero_is_refused_before_any_read() -> None:
         read_regular_file(Path("/dev/zero"), 1024)
 
 
+def test_a_reader_that_follows_no_links_refuses_one(tmp_path: Path) -> None:
+    (tmp_path / "real").write_bytes(b"data")
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    assert read_regular_file(tmp_path / "link", 1024) == b"data"
+    with pytest.raises(NotRegularFile, match="a symbolic link"):
+        read_regular_file(tmp_path / "link", 1024, follow_symlinks=False)
+    assert read_regular_file(tmp_path / "real", 1024, follow_symlinks=False) == b"data"
+
+
 def test_reading_past_the_limit_is_refused(tmp_path: Path) -> None:
     big = tmp_path / "big"
     big.write_bytes(b"x" * 4096)

@@ -285,3 +285,65 @@ def test_workers_ignore_sigint_and_watch_their_parent() -> None:
     os.close(read_end)
     os.waitpid(pid, 0)
     assert report == f"1 {int(signal.SIGKILL)}"
+
+
+# ---- Ctrl-C before and around the command: the entry point ------------------------------------
+
+
+def test_the_console_script_enters_where_ctrl_c_is_handled_first() -> None:
+    import re
+
+    from tests.helpers import REPO
+
+    scripts = (REPO / "pyproject.toml").read_text().split("[project.scripts]", 1)[1].split("\n[", 1)[0]
+    assert re.findall(r"^eagle3lint = (.*)$", scripts, re.M) == ['"eagle3lint.__main__:main"']
+
+
+# Drivers run as ``python -m DRIVER ARGS``: they set the trap, then start ``python -m eagle3lint``
+# as the interpreter does (the exit path differs from a script's).
+INTERRUPT_ON_IMPORT = """
+    import os, runpy, signal, sys
+
+    class InterruptOnImport:
+        # Ctrl-C as the entry point imports the command line.
+        def find_spec(self, name, path=None, target=None):
+            if name == "eagle3lint.cli":
+                sys.meta_path.remove(self)
+                os.kill(os.getpid(), signal.SIGINT)
+            return None
+
+    sys.meta_path.insert(0, InterruptOnImport())
+    runpy.run_module("eagle3lint", run_name="__main__", alter_sys=True)
+"""
+
+INTERRUPT_IN_GENERATED_CODE = """
+    import runpy
+    import eagle3lint.runner as runner
+
+    def interrupted_check(*args, **kwargs):
+        # dataclasses and named tuples make their methods with exec of a string: Ctrl-C in one.
+        exec("import os, signal, time\\nos.kill(os.getpid(), signal.SIGINT)\\ntime.sleep(600)")
+
+    runner.run_check = interrupted_check
+    runpy.run_module("eagle3lint", run_name="__main__", alter_sys=True)
+"""
+
+
+@pytest.mark.parametrize("body", [INTERRUPT_ON_IMPORT, INTERRUPT_IN_GENERATED_CODE], ids=["imports", "generated-code"])
+def test_ctrl_c_anywhere_in_the_command_exits_130_saying_so_once(tmp_path: Path, body: str) -> None:
+    """Not a traceback, and not a death by the signal (CPython re-raises SIGINT at the exit of
+    ``python -m`` when a KeyboardInterrupt ever left code run by exec, even one caught later)."""
+    tree = make_tree(tmp_path / "tree", {**SGLANG_SKELETON, "sglang/srt/models/m.py": "class MForCausalLM:\n    pass\n"})
+    drivers = tmp_path / "drivers"
+    drivers.mkdir()
+    (drivers / "interrupt_driver.py").write_text(textwrap.dedent(body))
+    env = cli_env()
+    env["PYTHONPATH"] = os.pathsep.join([env["PYTHONPATH"], str(drivers)])
+    child = subprocess.Popen(
+        [sys.executable, "-m", "interrupt_driver", "check", "--no-cache", str(tree)],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=tree, env=env, start_new_session=True,
+    )
+    returncode, stderr = _finish(child)
+    assert returncode == 130, (returncode, stderr)
+    assert stderr.count("eagle3lint: interrupted") == 1, stderr
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr

@@ -15,6 +15,7 @@ from eagle3lint.fix.proof import ProofError
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.parallel import WorkerPool, worth_forking_for
 from eagle3lint.result import CheckResult
+from eagle3lint.sources import syntax_problem
 
 
 def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> dict[str, str]:
@@ -81,7 +82,7 @@ def render_diff(edits: tuple[Edit, ...] | list[Edit], sources: SourceSet, parsed
         try:
             tree = source.tree()
         except SyntaxError as exc:
-            raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+            raise ApplyError(syntax_problem(exc)) from exc
         new_text = apply_edits(source.path, source.text, tree, file_edits, parsed)
         out.append(unified_diff(source.text, new_text, diff_label(path, source_root)))
     return "".join(out)

@@ -156,10 +156,11 @@ def fix(
         click.echo(f"{line_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
     base_note = ""
     if apply_fixes:
-        from eagle3lint.fix.write import remove_stale_temp_files
+        from eagle3lint.fix.write import remove_stale_temp_files, write_target
 
         # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written.
-        for stale in remove_stale_temp_files({os.path.dirname(os.path.abspath(p)) for p in outcome.changes}):
+        folders = {os.path.dirname(os.path.abspath(write_target(p))) for p in outcome.changes}
+        for stale in remove_stale_temp_files(folders):
             click.echo(f"{line_path(stale)}: removed (a temporary file an interrupted fix left)", err=True)
         problems = write_changes(outcome)
         for path, problem in problems.items():

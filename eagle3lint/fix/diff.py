@@ -9,6 +9,8 @@ import os
 import re
 from pathlib import Path
 
+from eagle3lint.sources import tree_path
+
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 NO_NEWLINE = "\\ No newline at end of file\n"
 
@@ -21,14 +23,14 @@ def split_lines(text: str) -> list[str]:
 
 def diff_base(path: str, source_root: Path) -> Path:
     cwd = Path.cwd().resolve()
-    resolved = Path(path).resolve()
+    resolved = Path(tree_path(path))
     if cwd == resolved.parent or cwd in resolved.parents:
         return cwd
     return source_root.resolve()
 
 
 def diff_label(path: str, source_root: Path) -> str:
-    resolved = Path(path).resolve()
+    resolved = Path(tree_path(path))
     base = diff_base(path, source_root)
     try:
         return Path(os.path.relpath(resolved, base)).as_posix()

@@ -31,7 +31,7 @@ from eagle3lint.fix.write import WriteRefused, write_atomically
 from eagle3lint.index import ProjectIndex
 from eagle3lint.parallel import WorkerPool, worth_forking_for
 from eagle3lint.result import CheckResult
-from eagle3lint.sources import ParseRequest
+from eagle3lint.sources import ParseRequest, syntax_problem
 from eagle3lint.summary import ModuleSummary
 
 # A fix can make another possible (a fixed inner model lets its wrapper delegate): passes
@@ -234,7 +234,7 @@ def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any]) ->
         # A private parse: the proof replays the edits on it.
         tree = source.fresh_tree()
     except SyntaxError as exc:
-        raise ApplyError(f"syntax error at line {exc.lineno}: {exc.msg}") from exc
+        raise ApplyError(syntax_problem(exc)) from exc
     new_text = apply_edits(source.path, source.text, tree, edits, parsed)
     return new_text, prove_file(source.path, source.text, tree, new_text, edits)
 

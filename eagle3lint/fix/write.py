@@ -25,12 +25,20 @@ class WriteRefused(Exception):
     """The file was not written (changed on disk, vanished, or not writable)."""
 
 
+def write_target(path: str) -> str:
+    """The file a write to ``path`` replaces: the file a symbolic link leads to (renaming over
+    the link would turn it into a copy, and leave the file it shares untouched)."""
+    return os.path.realpath(path) if os.path.islink(path) else path
+
+
 def write_atomically(path: str, new_data: bytes, expected_old: bytes) -> None:
     """Replace ``path`` with ``new_data`` if it still holds ``expected_old``.
 
     A temporary file in the same folder is written, flushed and fsynced, given the original's
-    mode bits, and renamed over the original (atomic on POSIX); the folder is fsynced too.
+    mode bits, and renamed over the original (atomic on POSIX); the folder is fsynced too. For
+    a symbolic link all of it happens beside the file it leads to, and the link stays.
     """
+    path = write_target(path)
     try:
         with open(path, "rb") as handle:
             current = handle.read()

@@ -32,7 +32,9 @@ def report_base(engine_root: Path, cwd: Path | None = None) -> Path:
 
 def relative_posix(path: str, base: Path) -> str | None:
     """``path`` relative to ``base`` with ``/`` separators, or None when it lies outside."""
+    from eagle3lint.sources import tree_path  # every command imports this module; few call this
+
     try:
-        return Path(path).resolve().relative_to(base).as_posix()
+        return Path(tree_path(path)).relative_to(base).as_posix()
     except ValueError:
         return None

@@ -13,6 +13,7 @@ from urllib.parse import quote
 from eagle3lint import __version__
 from eagle3lint.engines import rule_registry
 from eagle3lint.report.paths import relative_posix, report_base
+from eagle3lint.sources import tree_path
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
@@ -59,7 +60,7 @@ class Locator:
     def artifact(self, path: str) -> dict[str, str]:
         rel = relative_posix(path, self.base)
         if rel is None:  # outside the repository: an absolute URI, no base
-            return {"uri": Path(path).resolve().as_uri()}
+            return {"uri": Path(tree_path(path)).as_uri()}
         # The name's bytes, percent-encoded (RFC 3986): a file name that is not valid UTF-8
         # (``\xff\xfe.py``, held as surrogates) has no text form to quote.
         return {"uri": quote(os.fsencode(rel)), "uriBaseId": SRCROOT}

@@ -18,7 +18,7 @@ from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.models import ModelClass, classify, model_files
 from eagle3lint.plugins import PluginPackage
 from eagle3lint.registrations import RegistrationShapes, read_registrations
-from eagle3lint.sources import read_source
+from eagle3lint.sources import read_source, tree_path
 
 
 def plugin_model_files(engine: Engine) -> list[Path]:
@@ -40,7 +40,7 @@ def _shapes(engine: Engine) -> RegistrationShapes:
 
 
 def _plugin_of(engine: Engine, path: str) -> PluginPackage | None:
-    resolved = os.path.realpath(path)
+    resolved = tree_path(path)
     for plugin in engine.plugins:
         root = os.path.realpath(plugin.root)
         if resolved == root or resolved.startswith(root + os.sep):

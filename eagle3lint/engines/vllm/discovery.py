@@ -28,6 +28,7 @@ from eagle3lint.models import (
 from eagle3lint.plugins import PluginPackage
 from eagle3lint.registrations import RegistrationShapes, read_registrations
 from eagle3lint.snippets import SnippetReader
+from eagle3lint.sources import tree_path
 from eagle3lint.summary import ClassSummary
 
 
@@ -126,8 +127,8 @@ def _entry_in_scope(location: Path | None, scope: list[Path]) -> bool:
     if location is None:
         return True  # resolution will say what is wrong with it
     if location.is_dir():
-        inside = [str(p.resolve()) for p in scope]
-        root = str(location.resolve())
+        inside = [tree_path(str(p)) for p in scope]
+        root = tree_path(str(location))
         return in_scope(str(location / "__init__.py"), scope) or any(p == root or p.startswith(root + "/") for p in inside)
     return in_scope(str(location), scope)
 

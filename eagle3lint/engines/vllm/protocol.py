@@ -23,7 +23,7 @@ from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.findings import FileError
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.sources import decode_source, read_source, syntax_problem
 from eagle3lint.summary import dotted, is_stub_body
 
 _STUB = "stub"
@@ -533,8 +533,7 @@ def read_protocol(engine: Engine) -> tuple[VllmProtocol | None, FileError | None
             tree = ast.parse(text, filename=str(path))
     except SyntaxError as exc:
         # The same wording as the index's, so the runner reports the file once.
-        where = f"line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
-        return None, FileError(str(path), f"syntax error at {where}: {exc.msg}")
+        return None, FileError(str(path), syntax_problem(exc))
     except (ValueError, RecursionError, MemoryError) as exc:
         return None, FileError(str(path), f"cannot be parsed: {type(exc).__name__}: {exc}")
     module = ".".join([engine.pack.package, *parts])
