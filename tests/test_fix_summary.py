@@ -143,4 +143,6 @@ def test_the_summary_adds_up_on_sglang_0_5_23(tmp_path: Path) -> None:
     applied = run_cli("fix", "--no-cache", "--apply", models)
     assert _assert_adds_up(applied.stderr, findings) == (done, remaining)
     _, after = run_json("check", "--no-cache", models)
-    assert len(after["findings"]) == remaining
+    # Besides, fixed wrappers now meet their decoder's two-batch-overlap note (information, for
+    # an option this run assumes off): not what the summary counts.
+    assert len([f for f in after["findings"] if f.get("applies", True)]) == remaining

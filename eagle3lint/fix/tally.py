@@ -82,7 +82,8 @@ def tally_fixes(outcome: FixOutcome, unsafe_fixes: bool, unwritten: Collection[s
         counts[_why_not(finding, plans.get(key), unsafe_fixes, key in failed_keys or gap in failed_gaps)] += 1
     new = 0
     if after is not None:
-        new = sum(1 for f in after if finding_key(f) not in original_keys and _gap(f) not in remaining_gaps)
+        # A finding that holds only under launch options this run assumes off is no new problem.
+        new = sum(1 for f in after if f.applies and finding_key(f) not in original_keys and _gap(f) not in remaining_gaps)
     return FixTally(total=len(original), new=new, **counts)
 
 
