@@ -360,11 +360,14 @@ def _evaluate(
 def _record_codes(models: list[ModelClass], findings: list[Finding]) -> None:
     """Each model's finding codes, whatever the selection, suppressions and baseline report:
     the support matrix shows every cause of a verdict."""
-    by_model: dict[tuple[str, str | None], set[str]] = {}
+    from eagle3lint.verdicts import standing
+
+    by_model: dict[tuple[str, str | None], list[Finding]] = {}
     for finding in findings:
-        by_model.setdefault((finding.qualname, finding.variant), set()).add(finding.code)
+        by_model.setdefault((finding.qualname, finding.variant), []).append(finding)
     for model in models:
-        model.codes = sorted(by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), ()))
+        own = standing(by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), []))
+        model.codes = sorted({f.code for f in own})
 
 
 def _override_severities(findings: list[Finding], overrides: dict[str, str]) -> None:

@@ -124,7 +124,7 @@ def decide(ctx: CheckContext, findings: list[Finding], rules: list[type[Rule]]) 
         key = model_key(model)
         if key in verdicts:
             continue
-        own = _standing(by_model.get(key, []))
+        own = standing(by_model.get(key, []))
         verdict = _verdict(ctx, model, own, by_code)
         verdicts[key] = verdict
         if verdict.status == NOT_IMPLEMENTED:
@@ -164,7 +164,7 @@ def set_severity(finding: Finding, verdict: Verdict | None, options: EngineOptio
         finding.severity = "warning"
 
 
-def _standing(findings: list[Finding]) -> list[Finding]:
+def standing(findings: list[Finding]) -> list[Finding]:
     """The findings of one model without those another stands for (``data["replaces"]``: vLLM's
     one-line-away finding stands for the member gaps the protocol's defaults fill)."""
     replaced = {(code, member) for f in findings for code, member in f.data.get("replaces", ())}
