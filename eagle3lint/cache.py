@@ -251,8 +251,11 @@ class Cache:
 
     # ---- contract --------------------------------------------------------------------
     def contract_fingerprint(self) -> str:
-        """Name, size and mtime of every file the contract scan reads."""
+        """Name, size and mtime of every file the contract scan reads, and the libraries read
+        beside the engine (which transformers, and its tables' file)."""
         h = hashlib.sha256()
+        for library in self.engine.libraries:
+            h.update(library.fingerprint().encode("utf-8", "surrogateescape") + b"\n")
         for path in self.engine.call_site_files():
             try:
                 st = os.stat(path)
