@@ -171,13 +171,16 @@ def _wanted_files(name: str) -> Callable[[str], bool]:
 
 def _keep_tables(root: Path, version: str) -> Path | None:
     """transformers' tables read once and kept as JSON beside the downloaded release."""
-    from eagle3lint.hf_types import TypeTables, read_tables
+    from eagle3lint.hf_types import read_tables
 
     path = root.parent / _TABLES
+    # Every run asks: the format key comes first in what this module writes, so its first bytes
+    # tell (a damaged file is read again from source by the contract, which is cached).
     try:
-        if TypeTables.from_json(json.loads(path.read_text(encoding="utf-8"))) is not None:
-            return path
-    except (OSError, ValueError):
+        with open(path, "rb") as handle:
+            if handle.read(32).startswith(_tables_prefix()):
+                return path
+    except OSError:
         pass
     tables = read_tables(root, f"transformers {version}")
     if tables is None:
@@ -189,6 +192,12 @@ def _keep_tables(root: Path, version: str) -> Path | None:
     except OSError:
         return None
     return path
+
+
+def _tables_prefix() -> bytes:
+    from eagle3lint.hf_types import FORMAT
+
+    return b'{"format":' + str(FORMAT).encode() + b","
 
 
 def find_library(engine: Engine, wanted: LibraryWanted) -> Library:
