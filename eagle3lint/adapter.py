@@ -8,7 +8,8 @@ machinery) and never on the code that drives a run, so the dependency points one
 
 The hooks, in the order of a run:
 
-1. the tree: :meth:`pack` (``rules/<name>.toml``), :meth:`is_package_root`, :meth:`read_version`;
+1. the tree: :meth:`pack` (``rules/<name>.toml``), :meth:`is_package_root`, :meth:`read_version`,
+   :meth:`libraries_wanted` (packages read beside it: transformers' model-type tables for vLLM);
 2. the contract: :meth:`contract_extension` (check functions, facts kept in ``Contract.extra``);
 3. the index and models: :meth:`build_index`, :meth:`load_models` (while files parse on every
    core), :meth:`check_context` (the models and the context its rules see);
@@ -54,6 +55,19 @@ class ContractExtension:
         return {}
 
 
+@dataclass(frozen=True)
+class LibraryWanted:
+    """A package whose source the adapter's analysis reads (never imports): the release the
+    engine pins is downloaded once (the pin read from the engine's metadata, or from these
+    requirement files of a checkout, relative to the folder holding the engine's package), else
+    the installed one found on ``sys.path``."""
+
+    name: str
+    requirement_files: tuple[str, ...] = ()
+    # The file, relative to the package folder, without which it is of no use to the analysis.
+    marker: str = "__init__.py"
+
+
 @dataclass
 class ModelsInContext:
     """What :meth:`EngineAdapter.check_context` hands the rules: every model class found (in
@@ -92,6 +106,11 @@ class EngineAdapter:
         """Launch options whose default the release's own source decides (the rule pack says
         ``default = ""``), by name: vLLM's model-runner generation."""
         return {}
+
+    def libraries_wanted(self, engine: Engine) -> tuple[LibraryWanted, ...]:
+        """Packages whose source the analysis of this tree reads beside it (the upper half finds
+        them and hands them over as ``Engine.libraries``); cheap, asked on every run."""
+        return ()
 
     # ---- the contract ----------------------------------------------------------------------
     def contract_extension(self, engine: Engine) -> ContractExtension:

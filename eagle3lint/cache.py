@@ -352,10 +352,13 @@ class Cache:
 
     # ---- contract --------------------------------------------------------------------
     def contract_fingerprint(self) -> str:
-        """Name, size, inode and both times of every file the contract scan reads. The change
+        """Name, size, inode and both times of every file the contract scan reads, and the
+        libraries read beside the engine (which transformers, and its tables' file). The change
         time is the one no copy can keep: ``cp -p``, ``rsync -a`` and ``tar x`` set a file's
         modification time back, and a same-size edit would otherwise leave the key as it was."""
         h = hashlib.sha256()
+        for library in self.engine.libraries:
+            h.update(library.fingerprint().encode("utf-8", "surrogateescape") + b"\n")
         for path in self.engine.call_site_files():
             try:
                 st = os.stat(path)

@@ -90,7 +90,9 @@ def resolve_engine(
     plugins = _plugins_outside(found, scope, extra_models or [], release)
     if plugins:
         found = dataclasses.replace(found, plugins=plugins)
-    return found, scope
+    from eagle3lint.libraries import attach_libraries
+
+    return attach_libraries(found), scope
 
 
 def _engine_for_plugins(scope: list[Path], engine: str | None) -> Engine | None:

@@ -19,6 +19,32 @@ _VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)[
 
 
 @dataclass(frozen=True)
+class Library:
+    """A package whose source a run reads beside the engine's, never importing it (vLLM's
+    model-type allow-list is judged with transformers' tables of architectures and types)."""
+
+    name: str
+    root: Path | None  # the package folder (``.../transformers``); None where none could be had
+    version: str
+    origin: str  # which release and why that one, or why there is none, in words
+    tables: Path | None = None  # what was read from it, kept as JSON beside a downloaded release
+    # The file whose size and time stand for what is read from it (an installed package may change).
+    marker: Path | None = None
+
+    def fingerprint(self) -> str:
+        """What a contract built from it depends on: its identity and its marker file's stamp."""
+        stamp = ""
+        probe = self.tables or self.marker
+        if probe is not None:
+            try:
+                st = probe.stat()
+                stamp = f"{st.st_size}:{st.st_mtime_ns}"
+            except OSError:
+                stamp = "missing"
+        return f"{self.name}\0{self.root}\0{self.version}\0{self.origin}\0{self.tables}\0{stamp}"
+
+
+@dataclass(frozen=True)
 class Engine:
     name: str
     root: Path  # the package folder itself: .../sglang
@@ -31,6 +57,12 @@ class Engine:
     # The distribution that ships this tree when its metadata is beside it: a fork's own name
     # and version (``lsglang 1.6.5`` around an ``sglang`` package).
     distribution: Distribution | None = None
+    # Packages whose source the adapter asked for (``EngineAdapter.libraries_wanted``), found by
+    # the upper half (a pinned release downloaded once, or the installed one).
+    libraries: tuple[Library, ...] = ()
+
+    def library(self, name: str) -> Library | None:
+        return next((lib for lib in self.libraries if lib.name == name), None)
 
     @property
     def source_root(self) -> Path:

@@ -1,7 +1,10 @@
 """Fetching a published engine release's source into a user cache (``--release sglang==0.5.9``).
 
-Only the ``.py`` files of the engine package are unpacked: a vLLM wheel is ~330 MB, its Python
-source ~60 MB. The cache is an LRU of releases bounded by ``EAGLE3LINT_MAX_RELEASES`` (default 8).
+Only the ``.py`` files of the engine package are unpacked, with the wheel's ``METADATA`` beside
+them (its requirements say which transformers the release pins): a vLLM wheel is ~330 MB, its
+Python source ~60 MB. The cache is an LRU of releases bounded by ``EAGLE3LINT_MAX_RELEASES``
+(default 8). Libraries an analysis reads beside an engine (transformers' model-type tables) are
+kept the same way in ``releases/libraries/``, only the files the analysis reads.
 """
 
 from __future__ import annotations
@@ -71,16 +74,27 @@ def _pip_download(name: str, version: str, dest: Path) -> Path:
     raise ReleaseFetchError(f"could not download {name}=={version}: {last_error}")
 
 
-def _unpack_python_sources(wheel: Path, package: str, dest: Path) -> int:
+_WHEEL_METADATA = re.compile(r"^[^/]+\.dist-info/METADATA$")
+
+
+def _unpack_python_sources(wheel: Path, package: str, dest: Path, wanted: Callable[[str], bool] | None = None) -> int:
+    """The package's ``.py`` files (those ``wanted`` accepts, when given) and the wheel's
+    ``METADATA``; returns how many ``.py`` files."""
     count = 0
     prefix = f"{package}/"
     try:
         with zipfile.ZipFile(wheel) as archive:
             for info in archive.infolist():
-                if info.filename.startswith(prefix) and info.filename.endswith(".py"):
+                if ".." in Path(info.filename).parts:
+                    continue
+                if _WHEEL_METADATA.match(info.filename):
                     target = dest / info.filename
-                    if ".." in Path(info.filename).parts:
-                        continue
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    with archive.open(info) as src, open(target, "wb") as out:
+                        shutil.copyfileobj(src, out)
+                    continue
+                if info.filename.startswith(prefix) and info.filename.endswith(".py") and (wanted is None or wanted(info.filename)):
+                    target = dest / info.filename
                     target.parent.mkdir(parents=True, exist_ok=True)
                     with archive.open(info) as src, open(target, "wb") as out:
                         shutil.copyfileobj(src, out)
@@ -88,6 +102,13 @@ def _unpack_python_sources(wheel: Path, package: str, dest: Path) -> int:
     except zipfile.BadZipFile as exc:
         raise ReleaseFetchError(f"{wheel.name}: not a valid wheel: {exc}") from exc
     return count
+
+
+def _max_entries() -> int:
+    try:
+        return max(int(os.environ.get("EAGLE3LINT_MAX_RELEASES", DEFAULT_MAX_RELEASES)), 1)
+    except ValueError:
+        return DEFAULT_MAX_RELEASES
 
 
 def _evict(releases: Path, keep: Path, limit: int) -> None:
@@ -145,11 +166,124 @@ def fetch_release(spec: str, announce: Callable[[str], None] = _announce) -> Pat
             if target.exists():  # an incomplete copy a killed run left: nobody else uses it
                 shutil.rmtree(target)
             os.replace(staging, target)
+    _evict(releases, target, _max_entries())
+    return target / name
+
+
+def cached_release_metadata(root: Path) -> Path | None:
+    """The ``METADATA`` of the release whose package folder (in this cache) is ``root``. A
+    release unpacked before the cache kept it gets it now, from the package index's metadata
+    alone (PEP 658: no wheel is downloaded), written beside the package once. None where
+    ``root`` is not a cached release or the index cannot say."""
+    releases = cache_root() / "releases"
+    folder = root.parent
     try:
-        limit = int(os.environ.get("EAGLE3LINT_MAX_RELEASES", DEFAULT_MAX_RELEASES))
-    except ValueError:
-        limit = DEFAULT_MAX_RELEASES
-    _evict(releases, target, max(limit, 1))
+        if folder.parent.resolve() != releases.resolve() or not (folder / _COMPLETE).is_file():
+            return None
+    except OSError:
+        return None
+    spec = f"{root.name}=={folder.name[len(root.name) + 1:]}" if folder.name.startswith(f"{root.name}-") else ""
+    if not spec:
+        return None
+    found = sorted(folder.glob("*.dist-info/METADATA"))
+    if found:
+        return found[0]
+    name, version = spec.split("==", 1)
+    with _download_lock(releases, folder.name):
+        found = sorted(folder.glob("*.dist-info/METADATA"))
+        if found:
+            return found[0]
+        failed = folder / ".eagle3lint-no-metadata"
+        if failed.exists() and time.time() - failed.stat().st_mtime < _RETRY_AFTER_S:
+            return None
+        text = _pip_metadata(name, version)
+        if text is None:
+            failed.touch()
+            return None
+        target = folder / f"{name}-{version}.dist-info" / "METADATA"
+        target.parent.mkdir(exist_ok=True)
+        _write_atomic(target, text)
+        return target
+
+
+# A failed look-up (no network) is not repeated on every run.
+_RETRY_AFTER_S = 24 * 3600
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def _pip_metadata(name: str, version: str) -> str | None:
+    """The release's core metadata (name, version, requirements) as pip reports it for a dry
+    run, which reads the index's separate metadata file instead of downloading the wheel."""
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="eagle3lint-metadata-") as tmp:
+        report = Path(tmp) / "report.json"
+        base = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
+                "--disable-pip-version-check", "--quiet", "--only-binary=:all:", "--report", str(report)]
+        attempts = [
+            [*base, f"{name}=={version}"],
+            [*base, "--target", str(Path(tmp) / "target"), "--platform", "manylinux_2_34_x86_64", "--platform",
+             "manylinux_2_31_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux1_x86_64",
+             "--platform", "any", "--python-version", "3.11", "--implementation", "cp", f"{name}=={version}"],
+        ]
+        for command in attempts:
+            try:
+                done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+            except subprocess.TimeoutExpired:
+                return None
+            if done.returncode != 0 or not report.is_file():
+                continue
+            try:
+                data = json.loads(report.read_text(encoding="utf-8"))
+                metadata = data["install"][0]["metadata"]
+                requires = [str(r) for r in metadata.get("requires_dist", [])]
+                lines = [f"Metadata-Version: {metadata.get('metadata_version', '2.1')}", f"Name: {metadata['name']}",
+                         f"Version: {metadata['version']}", *(f"Requires-Dist: {r}" for r in requires)]
+            except (ValueError, KeyError, IndexError, TypeError):
+                continue
+            return "\n".join(lines) + "\n"
+    return None
+
+
+def fetch_library(name: str, version: str, wanted: Callable[[str], bool], announce: Callable[[str], None] = _announce) -> Path:
+    """A library's package folder (``.../transformers-4.56.0/transformers``), only the ``.py``
+    files ``wanted`` accepts (paths as in the wheel) unpacked, in ``releases/libraries/``: an
+    LRU bounded like the releases', one download at a time across processes."""
+    if not _PACKAGE_SPEC_RE.match(f"{name}=={version}"):
+        raise UsageError(f"{name}=={version}: expected NAME==VERSION")
+    libraries = cache_root() / "releases" / "libraries"
+    target = libraries / f"{name}-{version}"
+    marker = target / _COMPLETE
+    if marker.exists():
+        os.utime(marker)
+        return target / name
+    with _download_lock(libraries, target.name):
+        if marker.exists():
+            os.utime(marker)
+            return target / name
+        announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
+        with tempfile.TemporaryDirectory(dir=libraries, prefix=".download-") as tmp:
+            tmp_path = Path(tmp)
+            wheel = _pip_download(name, version, tmp_path / "wheel")
+            staging = tmp_path / "src"
+            if _unpack_python_sources(wheel, name, staging, wanted) == 0:
+                raise ReleaseFetchError(f"{wheel.name}: holds none of the {name}/*.py files needed")
+            (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
+            if target.exists():
+                shutil.rmtree(target)
+            os.replace(staging, target)
+    _evict(libraries, target, _max_entries())
     return target / name
 
 

@@ -26,6 +26,7 @@ UPPER = (
     "eagle3lint.engine_finder",
     "eagle3lint.file_scope",
     "eagle3lint.releases",
+    "eagle3lint.libraries",
     "eagle3lint.report",
     "eagle3lint.fix.session",
     "eagle3lint.fix.cli",

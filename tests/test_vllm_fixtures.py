@@ -254,13 +254,15 @@ def test_unreadable_model_file_and_broken_dispatch_package(tmp_path: Path) -> No
     assert "E3L011" in done.stdout  # QuietForCausalLM is still checked
 
 
-def test_legacy_model_type_allow_list_is_noted_on_the_models_it_excludes(reports: dict[str, dict[str, Any]]) -> None:
-    """The legacy tree's speculative config accepts only llama model types (vllm/config.py:3)."""
-    qwen = [f for f in reports["vllm_legacy"]["findings"] if f["class"] == "Qwen3MoeForCausalLM"]
-    assert qwen and all("only for model types containing llama (vllm/config.py:3)" in f["message"] for f in qwen)
-    assert all("most likely refused first" in f["message"] for f in qwen)
-    assert not [f for f in reports["vllm_modern"]["findings"] if "model types containing" in f["message"]]
-
+def test_legacy_allow_list_judges_nothing_it_cannot_prove(reports: dict[str, dict[str, Any]]) -> None:
+    """The legacy tree's speculative config accepts only llama model types (vllm/config.py:3),
+    but the tree pins no transformers: no architecture's types are known (Qwen3-MoE's name says
+    nothing the tool may rely on), so nothing is judged on a guess (tests/test_vllm_allow_list.py
+    has a tree whose types are known)."""
+    legacy = reports["vllm_legacy"]["findings"]
+    assert not [f for f in legacy if f["code"] == "E3L017"]
+    assert not [f for f in legacy if "allow-list" in f["message"] and f["class"] == "LlamaForCausalLM"]
+    assert not [f for f in reports["vllm_modern"]["findings"] if "allow-list" in f["message"]]
 
 
 @pytest.mark.parametrize(
@@ -285,13 +287,3 @@ def test_suppressions_decide_before_one_finding_stands_for_others(tmp_path: Path
     code, data = run_json("check", model, "--no-cache")
     assert sorted((f["code"], f["method"]) for f in data["findings"] if f["class"] == "UndeclaredForCausalLM") == expected
     assert code == (1 if expected else 0)
-
-
-def test_allow_list_words_are_matched_by_their_parts_in_any_order() -> None:
-    from eagle3lint.engines.vllm.context import _names_any
-
-    assert _names_any(("hunyuan_v1_dense",), ["vllm.model_executor.models.hunyuan_v1", "HunYuanDenseV1ForCausalLM"])
-    assert _names_any(("gpt_oss",), ["GptOssForCausalLM"])
-    assert not _names_any(("llama",), ["LlavaForConditionalGeneration"])
-    assert not _names_any(("qwen", "minicpm"), ["vllm.model_executor.models.mixtral", "MixtralForCausalLM"])
-

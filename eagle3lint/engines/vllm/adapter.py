@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3lint.adapter import ContractExtension, EngineAdapter, ModelsInContext
+from eagle3lint.adapter import ContractExtension, EngineAdapter, LibraryWanted, ModelsInContext
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
@@ -48,13 +48,16 @@ class VllmContractExtension(ContractExtension):
         return list(self._errors)
 
     def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
+        from eagle3lint.engines.vllm.model_types import read_model_types
         from eagle3lint.engines.vllm.pack import vllm_pack
         from eagle3lint.engines.vllm.protocol import VllmContract, read_allow_list, read_pp_guard
         from eagle3lint.engines.vllm.runners import runner_of
 
         vpack = vllm_pack(self.engine.pack)
         guard = read_pp_guard(self.engine, vpack.pp_flag, vpack.pp_guard_files, lambda rel: runner_of(rel, vpack))
-        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, read_allow_list(self.engine), guard)}
+        allow = read_allow_list(self.engine)
+        types = read_model_types(self.engine, vpack) if allow is not None else None
+        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, allow, guard, types)}
 
 
 class VllmAdapter(EngineAdapter):
@@ -66,6 +69,7 @@ class VllmAdapter(EngineAdapter):
         "E3L013": "undeclared-eagle3-support",
         "E3L015": "platform-variants-disagree",
         "E3L016": "holder-not-provable",
+        "E3L017": "model-type-not-allowed",
         "E3L105": "pp-local-layer-index",
         "E3L106": "pp-aux-not-packed",
     }
@@ -74,6 +78,17 @@ class VllmAdapter(EngineAdapter):
 
     def contract_extension(self, engine: Engine) -> ContractExtension:
         return VllmContractExtension(engine)
+
+    def libraries_wanted(self, engine: Engine) -> tuple[LibraryWanted, ...]:
+        """transformers, whose tables give each architecture's model types, where the tree has a
+        model-type allow-list to judge them by (releases up to 0.21)."""
+        from eagle3lint.engines.vllm.pack import vllm_pack
+        from eagle3lint.engines.vllm.protocol import read_allow_list
+
+        if read_allow_list(engine) is None:
+            return ()
+        vpack = vllm_pack(engine.pack)
+        return (LibraryWanted(vpack.types_library, vpack.requirement_files, "models/auto/modeling_auto.py"),)
 
     def option_defaults(self, engine: Engine) -> dict[str, str]:
         from eagle3lint.engines.vllm.pack import vllm_pack

@@ -14,10 +14,11 @@ from eagle3lint.checks.context import CheckContext
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
 from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
+from eagle3lint.engines.vllm.model_types import Checkpoint, TypeJudgement
 from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
 from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass, classify, inner_models
+from eagle3lint.models import TARGET, ModelClass
 from eagle3lint.outcomes import REFUSED, STAGE_RUNNER, Effect, Requirement
 
 YES = "yes"
@@ -43,6 +44,7 @@ class VllmCheckContext(CheckContext):
     _declared: dict[ClassRef, Declaration] = field(default_factory=dict)
     _mixin_ref: ClassRef | None = None
     _notes: dict[tuple[ClassRef, str | None], str] = field(default_factory=dict)
+    _types: dict[tuple[ClassRef, str | None], TypeJudgement] = field(default_factory=dict)
 
     @property
     def protocol(self) -> VllmProtocol | None:
@@ -83,31 +85,40 @@ class VllmCheckContext(CheckContext):
         return f": it does not declare {proto.name}, so `{proto.check_function}()` is false"
 
     def _allow_list_note(self, model: ModelClass) -> str:
-        """Older speculative configs refuse EAGLE-3 unless the checkpoint's text ``model_type``
-        contains a word of an allow-list. The type is in the checkpoint, not the tree: a plain
-        causal LM whose module, architecture and class names hold none of the words most likely
-        has none either."""
+        """What the model-type allow-list of older releases does to the model's checkpoints, as
+        far as the tables of architectures and types prove it (``type_judgement``)."""
+        judgement = self.type_judgement(model)
         allow = self.vllm.allow_list if self.vllm else None
-        if allow is None or model.kind != TARGET:
+        if judgement is None or allow is None:
             return ""
+        where = f"{allow.path}:{allow.line}"
+        name = model.summary.name
+        if judgement.refused:
+            if judgement.all_refused:
+                return f"; besides, this vLLM refuses EAGLE-3 for `{name}` checkpoints before the weights load: {refused_phrase(judgement)} at {where} (E3L017)"
+            return f"; besides, this vLLM refuses EAGLE-3 before the weights load for `{name}` checkpoints of {checkpoints_phrase(judgement.refused)}: not in the allow-list at {where} (E3L017)"
+        if judgement.undetermined and not judgement.allowed:
+            first = judgement.undetermined[0]
+            return (
+                f"; whether the model-type allow-list at {where} admits `{name}` checkpoints depends on the model they wrap "
+                f"({first.model_type}: {first.text.via}): `eagle3lint verify --preflight-only` reads the real one"
+            )
+        return ""
+
+    def type_judgement(self, model: ModelClass) -> TypeJudgement | None:
+        """The model's checkpoints against the model-type allow-list, where the tree has one and
+        the model is a target whose architectures name its checkpoints (the Transformers
+        backend serves any type: its architectures say nothing of them)."""
+        contract = self.vllm
+        if contract is None or contract.allow_list is None or contract.model_types is None or model.kind != TARGET:
+            return None
         module_parts = model.ref.module.split(".")
         if any(generic in module_parts for generic in self.vindex.vpack.any_model_type_modules):
-            return ""
-        if _names_any(allow.model_types, [model.ref.module, model.summary.name, *model.architectures]):
-            return ""
-        # A wrapper's text model_type is its inner language model's: not guessed.
-        if model.summary.name.endswith("ForConditionalGeneration") or any(
-            self.index.lookup(model.ref, attr).status == "found" for attr in ("language_model", "llm", "text_model")
-        ):
-            return ""
-        if any(classify(self.index, inner)[0] == TARGET for _, inner in inner_models(self.index, model.ref)):
-            return ""
-        return (
-            f"; besides, this vLLM runs EAGLE-3 only for model types containing "
-            f"{', '.join(allow.model_types)} ({allow.path}:{allow.line}), and nothing in "
-            f"`{model.ref.module.rsplit('.', 1)[-1]}` or `{model.summary.name}` names one: its checkpoint is "
-            f"most likely refused first (`eagle3lint verify --preflight-only` reads the real model_type)"
-        )
+            return None
+        key = (model.ref, model.variant)
+        if key not in self._types:
+            self._types[key] = contract.model_types.judge(model.architectures, contract.allow_list.model_types)
+        return self._types[key]
 
     # ---- launch options -----------------------------------------------------------------------
     def pp_condition(self, runner: str = "") -> tuple[Requirement, ...]:
@@ -213,12 +224,15 @@ class VllmCheckContext(CheckContext):
         return self.collect.collects(ref)
 
 
-def _names_any(words: tuple[str, ...], names: list[str]) -> bool:
-    """Whether some name holds every part of some word, in any order and case:
-    ``hunyuan_v1_dense`` is named by ``HunYuanDenseV1ForCausalLM``."""
-    flat = ["".join(ch for ch in name.lower() if ch.isalnum()) for name in names]
-    for word in words:
-        parts = [p for p in word.lower().replace("-", "_").split("_") if p]
-        if parts and any(all(p in name for p in parts) for name in flat):
-            return True
-    return False
+def checkpoints_phrase(checkpoints: list[Checkpoint]) -> str:
+    """``MistralModel`` (mistral), ``Phi3ForCausalLM`` (phi3) ..., one entry per architecture."""
+    by_arch: dict[str, list[str]] = {}
+    for checkpoint in checkpoints:
+        by_arch.setdefault(checkpoint.architecture, []).append(checkpoint.describe())
+    return ", ".join(f"`{arch}` ({', '.join(types)})" for arch, types in by_arch.items())
+
+
+def refused_phrase(judgement: TypeJudgement) -> str:
+    """``model type mistral is not in the allow-list`` (the effect's reason)."""
+    types = list(dict.fromkeys(c.text.model_type or c.model_type for c in judgement.refused))
+    return f"model type{'s' if len(types) > 1 else ''} {', '.join(types)} {'are' if len(types) > 1 else 'is'} not in the allow-list"

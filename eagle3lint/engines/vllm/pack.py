@@ -26,6 +26,14 @@ class VllmPack:
     capture_attribute: str
     allow_list_files: tuple[str, ...]
     any_model_type_modules: tuple[str, ...]
+    # [model_types]: where an architecture's HF model types are read (see rules/vllm.toml)
+    types_library: str
+    requirement_files: tuple[str, ...]
+    config_registry: str
+    config_registry_name: str
+    config_renames_name: str
+    configs_folder: str
+    architecture_suffixes: tuple[str, ...]
     # [registry]
     registry_module: str
     relative_package: str  # where registry module names without the package prefix live
@@ -85,6 +93,7 @@ def _parse(pack: RulePack) -> VllmPack:
     pipeline = _table(data, "pipeline")
     plugins = _table(data, "plugins")
     runners = _table(data, "runners")
+    types = _table(data, "model_types")
     runner_files = _table(runners, "files") if "files" in runners else {}
     sections = registry.get("sections", {})
     if not isinstance(sections, dict) or not all(v in SECTION_KINDS for v in sections.values()):
@@ -103,6 +112,13 @@ def _parse(pack: RulePack) -> VllmPack:
         capture_attribute=_str(protocol, "protocol", "capture_attribute", "aux_hidden_state_layers"),
         allow_list_files=_strs(protocol, "protocol", "allow_list_files"),
         any_model_type_modules=_strs(protocol, "protocol", "any_model_type_modules", ()),
+        types_library=_str(types, "model_types", "library", "transformers"),
+        requirement_files=_strs(types, "model_types", "requirement_files"),
+        config_registry=_str(types, "model_types", "config_registry", ""),
+        config_registry_name=_str(types, "model_types", "config_registry_name", "_CONFIG_REGISTRY"),
+        config_renames_name=_str(types, "model_types", "config_renames_name", ""),
+        configs_folder=_str(types, "model_types", "configs", ""),
+        architecture_suffixes=_strs(types, "model_types", "architecture_suffixes", ("ForCausalLM",)),
         registry_module=_str(registry, "registry", "module", "model_executor.models.registry"),
         relative_package=_str(registry, "registry", "relative_package", "model_executor.models"),
         factories=_strs(registry, "registry", "factories", ("init_vllm_registered_model",)),

@@ -21,6 +21,7 @@ from typing import Any
 
 from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
+from eagle3lint.engines.vllm.model_types import ModelTypeTables
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.findings import FileError
 from eagle3lint.sources import decode_source, read_source, syntax_problem
@@ -163,8 +164,8 @@ class VllmProtocol:
 @dataclass(frozen=True)
 class AllowList:
     """Older speculative configs refuse EAGLE-3 unless the target's HF ``model_type`` contains
-    one of these words (gone in 0.22.0). Checked against the HF config, not the class, so it is
-    shown by ``contract`` rather than checked per model."""
+    one of these words (gone in 0.22.0). Checked against the checkpoint's config, not the class:
+    each model class is judged through its architectures' model types (``model_types``, E3L017)."""
 
     path: str
     line: int
@@ -218,10 +219,15 @@ class VllmContract:
     # not set the pack's PP flag (``supports_aux_hidden_states_over_pp``): (path, line), or None
     # where no runner reads it (PP with EAGLE-3 is then never refused per model).
     pp_guard: PPGuard | None = None
+    # Each architecture's HF model types, read only where there is an allow-list to judge them by.
+    model_types: ModelTypeTables | None = None
 
     @classmethod
-    def from_scan(cls, protocol: VllmProtocol | None, check_calls: list[CheckCall], allow_list: AllowList | None = None, pp_guard: PPGuard | None = None) -> VllmContract:
-        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list, pp_guard)
+    def from_scan(
+        cls, protocol: VllmProtocol | None, check_calls: list[CheckCall], allow_list: AllowList | None = None,
+        pp_guard: PPGuard | None = None, model_types: ModelTypeTables | None = None,
+    ) -> VllmContract:
+        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list, pp_guard, model_types)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -231,6 +237,7 @@ class VllmContract:
                 for s in self.check_sites
             ],
             "model_type_allow_list": self.allow_list.to_json() if self.allow_list else None,
+            "model_types": self.model_types.to_json() if self.model_types else None,
             "pp_guard": self.pp_guard.to_json() if self.pp_guard else None,
         }
 
@@ -242,6 +249,9 @@ class VllmContract:
                 f"EAGLE-3 only for HF model_types containing {', '.join(self.allow_list.model_types)} "
                 f"({self.allow_list.path}:{self.allow_list.line})\n"
             )
+            if self.model_types is not None:
+                allow += f"  model types of each architecture from {self.model_types.origin}"
+                allow += f" and {self.model_types.registry_path}\n" if self.model_types.registry_path else "\n"
         if proto is None:
             return "no EAGLE-3 protocol in this tree: the members above are the whole contract\n" + allow
         lines = [

@@ -18,8 +18,15 @@ from eagle3lint.contract import ContractSite
 from eagle3lint.engines.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.engines.vllm.collect import UNKNOWN as COLLECTS_UNKNOWN
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
-from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
+from eagle3lint.engines.vllm.context import (
+    NO,
+    YES,
+    VllmCheckContext,
+    checkpoints_phrase,
+    refused_phrase,
+)
 from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
+from eagle3lint.engines.vllm.model_types import Checkpoint
 from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass
@@ -27,6 +34,7 @@ from eagle3lint.outcomes import (
     CRASH,
     REFUSED,
     STAGE_FORWARD,
+    STAGE_LAUNCH,
     STAGE_RUNNER,
     UNKNOWN,
     Effect,
@@ -381,15 +389,28 @@ class UndeclaredEagle3Support(VllmRule):
                 f"`{holder.path}` ({_holder_names(holder)}) already collects aux hidden states in "
                 f"`{verdicts[0].where}`; add {proto.name} to its bases"
             )
+            judgement = ctx.type_judgement(model)
+            allow = ctx.vllm.allow_list if ctx.vllm else None
+            # The allow-list refuses every checkpoint first: the base class alone changes nothing.
+            listed_first = judgement is not None and judgement.all_refused and allow is not None
+            if judgement is not None and allow is not None and listed_first:
+                away = (
+                    f"declaring {proto.name} is not enough: this vLLM's allow-list ({allow.path}:{allow.line}) "
+                    f"refuses its checkpoints first ({refused_phrase(judgement)}), so the type must be added to "
+                    f"the list too (E3L017). {ready[0].upper()}{ready[1:]}"
+                )
+            else:
+                away = f"it is one line away from EAGLE-3 support: {ready}"
             if gaps:
                 message = (
                     f"`{model.summary.name}` does not declare {proto.name}, so it lacks "
-                    f"{', '.join(f'`{name}`' for name, _ in gaps)} ({guard_phrase(sites)}); it is one "
-                    f"line away from EAGLE-3 support: {ready}"
+                    f"{', '.join(f'`{name}`' for name, _ in gaps)} ({guard_phrase(sites)}); {away}"
                 )
+            elif listed_first:
+                message = f"`{model.summary.name}`: {away}"
             else:
                 message = f"`{model.summary.name}` is one line away from EAGLE-3 support: {ready}"
-            yield ctx.finding(
+            finding = ctx.finding(
                 UndeclaredEagle3Support,
                 model,
                 proto.name,
@@ -398,7 +419,7 @@ class UndeclaredEagle3Support(VllmRule):
                 severity=severity_for(sites) if sites else "info",
                 effect=Effect(
                     REFUSED, STAGE_RUNNER, _refusal_evidence(ctx) or next(iter(ctx.related_for(sites[:1])), None),
-                    reason=f"does not declare {proto.name} (one line away)", code=self.code,
+                    reason=f"does not declare {proto.name}" + ("" if listed_first else " (one line away)"), code=self.code,
                 ) if sites else None,
                 data={
                     "protocol": proto.name,
@@ -407,6 +428,9 @@ class UndeclaredEagle3Support(VllmRule):
                     "replaces": [[code, name] for name, _ in gaps for code in ("E3L001", "E3L004")],
                 },
             )
+            if listed_first:
+                finding.message = message  # it says what the allow-list note would
+            yield finding
 
 
 class PlatformVariantsDisagree(VllmRule):
@@ -531,6 +555,117 @@ class HolderNotProvable(VllmRule):
             )
 
 
+class ModelTypeNotAllowed(VllmRule):
+    """
+    ## What it does
+    Reports a target with EAGLE-3 code whose checkpoints this vLLM refuses by their model type:
+    releases up to 0.21 accept `--speculative-config` with `eagle3` only when the target's
+    `hf_text_config.model_type` contains a word of a list in the speculative config
+    (`aux_hidden_states_supported`, `eagle3_target_supported` in 0.10.x). The list is read from
+    the release's source; each architecture's model types from the tables of the transformers
+    release the engine pins (`MODEL_FOR_CAUSAL_LM_MAPPING_NAMES` and the other
+    `*_MAPPING_NAMES` of `modeling_auto.py`: a class maps to every type that lists it) and from
+    the engine's own config registry (`_CONFIG_REGISTRY`). A multimodal wrapper is judged by its
+    text sub-config's type where its config class names one.
+
+    A warning where every checkpoint of every architecture of the class is refused; information
+    naming the refused ones where some are admitted, or where some architecture's types (or a
+    wrapper's text type, `AutoConfig`) cannot be told statically. Nothing where no type is known.
+    A class with no EAGLE-3 code at all gets no finding: its `eagle3-not-implemented` says it.
+
+    ## Why is this bad?
+    The server refuses to start with `ValueError: eagle3 is only supported for [...] models`,
+    before the weights load: every EAGLE-3 member the class implements is never reached, and
+    declaring `SupportsEagle3` alone (`undeclared-eagle3-support`) does not help.
+
+    ## Example
+    ```python
+    # vllm/config/speculative.py
+    aux_hidden_states_supported = ["llama", "qwen", ...]   # no "mistral"
+
+    # vllm/model_executor/models/mistral.py
+    class MistralForCausalLM(LlamaForCausalLM):   # SupportsEagle3 inherited: supported otherwise
+        ...
+    ```
+    Use instead: add the model type (`"mistral"`) to the list, or upgrade to a release without
+    it (0.22.0 dropped it).
+
+    ## Fix safety
+    Display-only: the list is the engine's, not the model's.
+    """
+
+    code = "E3L017"
+    name = "model-type-not-allowed"
+    severity = "warning"
+    # The message names the list and the types itself: the note would say it twice.
+    states_model_note = True
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        from eagle3lint.verdicts import eagle3_evidence
+
+        allow = ctx.vllm.allow_list if ctx.vllm else None
+        tables = ctx.vllm.model_types if ctx.vllm else None
+        if allow is None or tables is None:
+            return
+        where = f"{allow.path}:{allow.line}"
+        listed = ", ".join(allow.model_types)
+        evidence = Related(
+            str(ctx.index.engine.absolute(allow.path)), allow.line,
+            f"the speculative config refuses EAGLE-3 unless the text model_type contains one of: {listed}",
+        )
+        for model in _targets(ctx):
+            judgement = ctx.type_judgement(model)
+            if judgement is None or not judgement.refused:
+                continue
+            if not eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)[0]:
+                continue
+            data: dict[str, object] = {
+                "allow_list": f"{allow.path}:{allow.line}",
+                "refused": [[c.architecture, c.model_type, c.text.model_type] for c in judgement.refused],
+                "allowed": [[c.architecture, c.model_type, c.text.model_type] for c in judgement.allowed],
+                "types_from": tables.origin,
+            }
+            if judgement.all_refused:
+                reason = refused_phrase(judgement)
+                message = (
+                    f"`{model.summary.name}` checkpoints carry model type {_types_of(judgement.refused)} "
+                    f"({_sources(judgement.refused, tables.label)}), which the allow-list at {where} ({listed}) "
+                    f"does not contain: this vLLM refuses EAGLE-3 for them before the weights load; the type "
+                    f"must be added to the list"
+                )
+                effect: Effect | None = Effect(REFUSED, STAGE_LAUNCH, evidence, reason=reason, code=self.code)
+                severity = self.severity
+            else:
+                admitted = [
+                    *(f"{checkpoints_phrase(judgement.allowed)} admitted" for _ in [0] if judgement.allowed),
+                    *(f"{checkpoints_phrase(judgement.undetermined)}: {judgement.undetermined[0].text.via}, which cannot be told statically" for _ in [0] if judgement.undetermined),
+                    *(f"no table knows the model types of {', '.join(f'`{a}`' for a in judgement.unknown_architectures)}" for _ in [0] if judgement.unknown_architectures),
+                ]
+                message = (
+                    f"`{model.summary.name}`: the allow-list at {where} ({listed}) refuses EAGLE-3 for "
+                    f"checkpoints of {checkpoints_phrase(judgement.refused)} before the weights load "
+                    f"({_sources(judgement.refused, tables.label)}); " + "; ".join(admitted)
+                )
+                effect, severity = None, "info"
+            finding = ctx.finding(ModelTypeNotAllowed, model, "", message, [], severity=severity, data=data, effect=effect)
+            finding.related = [evidence]
+            yield finding
+
+
+def _types_of(checkpoints: list[Checkpoint]) -> str:
+    return ", ".join(dict.fromkeys(c.describe() for c in checkpoints))
+
+
+def _sources(checkpoints: list[Checkpoint], label: str) -> str:
+    """Where the types were read: transformers' tables (which release) or vLLM's registry."""
+    parts = []
+    if any(c.source == "transformers" for c in checkpoints):
+        parts.append(f"{label}'s tables")
+    if any(c.source == "vllm" for c in checkpoints):
+        parts.append("vLLM's config registry")
+    return "types from " + " and ".join(parts)
+
+
 VLLM_RULES: tuple[type[Rule], ...] = (
     HolderLacksMixin,
     ForwardNeverCollects,
@@ -538,4 +673,5 @@ VLLM_RULES: tuple[type[Rule], ...] = (
     UndeclaredEagle3Support,
     PlatformVariantsDisagree,
     HolderNotProvable,
+    ModelTypeNotAllowed,
 )
