@@ -152,7 +152,7 @@ def _kind_of_bases(index: ProjectIndex, ref: ClassRef, drafts: bool = True) -> t
             continue
         if drafts and pack.eagle3_draft_pattern.search(name):
             return EAGLE3_DRAFT, f"EAGLE-3 draft head (subclass of {name})"
-        if drafts and pack.draft_pattern.search(name):
+        if (drafts and pack.draft_pattern.search(name)) or pack.draft_by_name_pattern.search(name):
             return DRAFT, f"draft head for EAGLE/MTP (subclass of {name})"
         for other in pack.other_patterns:
             if other.pattern.search(name):
@@ -189,6 +189,8 @@ def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool =
         return EAGLE3_DRAFT, f"EAGLE-3 draft head (name matches {pack.eagle3_draft_pattern.pattern!r})"
     if drafts and pack.draft_pattern.search(name):
         return DRAFT, f"draft head for EAGLE/MTP (name matches {pack.draft_pattern.pattern!r})"
+    if pack.draft_by_name_pattern.search(name):
+        return DRAFT, f"draft head for EAGLE/MTP (name matches {pack.draft_by_name_pattern.pattern!r})"
     for other in pack.other_patterns:
         if other.pattern.search(name):
             return OTHER, other.reason
