@@ -338,8 +338,10 @@ def _literal_text(node: ast.AST | None) -> str | None:
     return None
 
 
-# How many local names one value is followed through (``minicpmv = cls(...)``, ``cls = T.get(v)``).
+# How many local names one value is followed through (``minicpmv = cls(...)``, ``cls = T.get(v)``),
+# and how many values it may stand for before it is left as written (arms multiply).
 _INLINE_DEPTH = 4
+_INLINE_VALUES = 64
 # A local binding in ``__init__``: (line, value, enclosing branches).
 LocalBinding = tuple[int, ast.AST, Branch]
 
@@ -349,8 +351,20 @@ def _reaching(bindings: list[LocalBinding], line: int, branch: Branch) -> list[L
     runs: those before it, not in another arm of an ``if`` it is in, and not replaced on every
     path by a later binding at the same or an enclosing level."""
     arms = dict(branch)
-    before = [b for b in bindings if b[0] < line and all(arms.get(at, arm) == arm for at, arm in b[2])]
-    return [b for b in before if not any(o[0] > b[0] and o[2] == b[2][: len(o[2])] for o in before)]
+    before = sorted((b for b in bindings if b[0] < line and all(arms.get(at, arm) == arm for at, arm in b[2])), key=lambda b: b[0])
+    # Latest first: a binding stands unless a later one sits at its level or an enclosing one.
+    # Each branch prefix gets a number, so the test costs the nesting depth, not its square.
+    numbers: dict[tuple[int, tuple[int, int]], int] = {}
+    later: set[int] = set()
+    standing: list[LocalBinding] = []
+    for binding in reversed(before):
+        prefixes = [0]
+        for step in binding[2]:
+            prefixes.append(numbers.setdefault((prefixes[-1], step), len(numbers) + 1))
+        if not any(n in later for n in prefixes):
+            standing.append(binding)
+        later.add(prefixes[-1])
+    return standing[::-1]
 
 
 def _inline_locals(value: ast.AST, line: int, branch: Branch, local_names: dict[str, list[LocalBinding]], depth: int = 0) -> list[ast.AST]:
@@ -365,7 +379,7 @@ def _inline_locals(value: ast.AST, line: int, branch: Branch, local_names: dict[
         for bound_line, bound, bound_branch in reaching:
             # Line 0: the parameter itself, as the caller (or its default) binds it.
             out.extend([bound] if bound_line == 0 else _inline_locals(bound, bound_line, bound_branch, local_names, depth + 1))
-        return out
+        return out if len(out) <= _INLINE_VALUES else [value]
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in local_names:
         calls: list[ast.AST] = []
         for bound_line, bound, bound_branch in _reaching(local_names[value.func.id], line, branch):
@@ -373,7 +387,7 @@ def _inline_locals(value: ast.AST, line: int, branch: Branch, local_names: dict[
             for func in funcs:
                 if isinstance(func, ast.expr):
                     calls.append(ast.Call(func=func, args=value.args, keywords=value.keywords))
-        return calls
+        return calls if len(calls) <= _INLINE_VALUES else [value]
     return [value]
 
 

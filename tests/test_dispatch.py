@@ -124,6 +124,14 @@ def test_a_parameter_rebound_in_one_arm_keeps_its_own_value_on_the_other() -> No
     assert sorted(c.callee for c in held) == ["Other", "model_cls"]
 
 
+def test_a_local_with_more_arms_than_the_cap_is_left_as_written() -> None:
+    arms = "\n".join(f"        elif config.k == {i}:\n            cls = X{i}" for i in range(1, 200))
+    source = f"class Model:\n    def __init__(self, config):\n        if config.k == 0:\n            cls = X0\n{arms}\n        self.impl = cls(config)\n"
+    held = final_constructions(summarize(ast.parse(source), "pkg.m", "m.py", False).classes["Model"].instance_attrs["impl"].constructions)
+    # Too many to name: the call stays `cls(...)`, which no index resolves (unknown, never wrong).
+    assert [c.callee for c in held] == ["cls"]
+
+
 def test_an_alias_of_another_attribute_is_not_a_call() -> None:
     (held,) = _held(
         """
