@@ -131,8 +131,11 @@ class EngineAdapter:
         """``texts``: files the fixer edited in memory (path -> text), for analyses that re-read
         function bodies instead of the summaries."""
         from eagle3lint.index import ProjectIndex
+        from eagle3lint.snippets import SnippetReader
 
-        return ProjectIndex(engine, walk_names=self.walk_names(engine))
+        index = ProjectIndex(engine, walk_names=self.walk_names(engine))
+        index.snippets = SnippetReader(texts)
+        return index
 
     def load_models(self, index: ProjectIndex, scope: list[Path], extra_files: list[Path]) -> object:
         """Load what model discovery starts from, while the workers that parse files are up

@@ -9,14 +9,23 @@ checks treat as "cannot prove", never as an error.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
+from eagle3lint.snippets import SnippetReader
 from eagle3lint.sources import ParseRequest, module_name, parse_module, tree_path
-from eagle3lint.summary import ClassSummary, FunctionSummary, ModuleSummary, final_constructions
+from eagle3lint.summary import (
+    ClassSummary,
+    Construction,
+    FunctionSummary,
+    ModuleSummary,
+    dotted,
+    final_constructions,
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +116,9 @@ class ProjectIndex:
         self._active: dict[tuple[str, str], int] = {}
         self._leans_on: list[int] = []
         self._steps = 0
+        # Function bodies re-read on demand (a factory method's ``return X(...)``); adapters
+        # hand it the fixer's edited texts.
+        self.snippets = SnippetReader()
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
@@ -406,16 +418,114 @@ class ProjectIndex:
                 for construction in final_constructions(entry.constructions):
                     if construction.callee.startswith("self."):
                         inner = construction.callee[len("self.") :]
-                        if "." not in inner:
+                        kind = self._self_callable(ref, inner) if construction.call and "." not in inner else None
+                        if kind == "method":
+                            out.extend(self._method_returns(ref, inner))
+                        elif kind == "class_attr":
+                            out.append(self._class_attr_value(ref, inner))
+                        elif "." not in inner:
                             out.extend(self.attribute_classes(ref, inner, _depth + 1))
                         else:
                             out.append(self._attribute_path(ref, inner, _depth + 1))
+                    elif construction.table and (picked := self.table_classes(current, construction)) is not None:
+                        out.extend(picked)
                     else:
                         out.append(self._resolve_in_class(current, cls, construction.callee, ref))
                 return out
             if entry is not None:
                 return [Unknown(f"self.{attr} is not assigned a constructed object")]
         return []
+
+    # ---- what a construction builds --------------------------------------------------------
+    def class_table(self, module: str, name: str, _depth: int = 0) -> tuple[str, list[tuple[str, str]]] | None:
+        """The module-level dict literal of classes ``name`` denotes in ``module`` (defined
+        there, or imported from another module): (its module, its entries); None otherwise."""
+        summary = self.module(module)
+        if summary is None or _depth > 4:
+            return None
+        if name in summary.class_tables:
+            return module, summary.class_tables[name]
+        qualified = summary.imports.get(name)
+        if qualified is None or not self.is_engine_name(qualified):
+            return None
+        parent, _, short = qualified.rpartition(".")
+        return self.class_table(parent, short, _depth + 1) if parent else None
+
+    def table_classes(self, owner: ClassRef, construction: Construction) -> list[Resolved] | None:
+        """The classes ``TABLE[key](...)`` may build, in ``owner.__init__``: the entry of a
+        literal key, else every entry (the key is a config value); None when ``TABLE`` is not a
+        table of names (the call subscripts something else)."""
+        found = self.class_table(owner.module, construction.callee)
+        if found is None:
+            return None
+        module, entries = found
+        chosen = [value for key, value in entries if key == construction.table_key] or [value for _, value in entries]
+        return list(dict.fromkeys(self.resolve(module, value) for value in chosen))
+
+    def _self_callable(self, ref: ClassRef, name: str) -> str | None:
+        """"method" or "class_attr" when ``self.<name>(...)`` calls a factory method or a class
+        stored in a class attribute."""
+        lookup = self.lookup(ref, name)
+        if lookup.status != "found":
+            return None
+        if lookup.kind == "method" and lookup.function is not None and not lookup.function.is_property:
+            return "method"
+        if lookup.kind == "class_attr":
+            return "class_attr"
+        return None
+
+    def _method_returns(self, ref: ClassRef, name: str) -> list[Resolved]:
+        """The classes ``self.<name>(...)`` constructs: its ``return X(...)`` statements, in the
+        override the instance's class really runs (``init_llm`` of each MiniCPM-V version)."""
+        lookup = self.lookup(ref, name)
+        fn, owner = lookup.function, lookup.owner
+        module = self.module(owner.module) if owner else None
+        if fn is None or owner is None or module is None:
+            return [Unknown(f"self.{name}() cannot be followed")]
+        tree = self.snippets.parse(module.path, fn.lineno, fn.end_lineno)
+        if tree is None:
+            return [Unknown(f"self.{name}() cannot be read")]
+        # ``llm = Qwen3ForCausalLM(...)``; ``llm.x = ...``; ``return llm``: the local's calls.
+        bound: dict[str, list[ast.expr]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                bound.setdefault(node.targets[0].id, []).append(node.value)
+        out: list[Resolved] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, ast.Return):
+                continue
+            if isinstance(node.value, ast.Name) and node.value.id in bound:
+                out.extend(self._returned_call(ref, owner, name, value) for value in bound[node.value.id])
+            elif isinstance(node.value, ast.Call):
+                out.append(self._returned_call(ref, owner, name, node.value))
+        return out or [Unknown(f"self.{name}() returns no constructed object")]
+
+    def _returned_call(self, ref: ClassRef, owner: ClassRef, name: str, value: ast.expr) -> Resolved:
+        """The class a returned ``X(...)`` builds; ``self.model_cls(...)`` reads the class
+        attribute the instance's class has."""
+        callee = dotted(value.func) if isinstance(value, ast.Call) else None
+        if callee and not callee.startswith("self."):
+            return self.resolve(owner.module, callee)
+        attr = callee[len("self.") :] if callee else ""
+        if attr and "." not in attr and self._self_callable(ref, attr) == "class_attr":
+            return self._class_attr_value(ref, attr)
+        return Unknown(f"self.{name}() returns a computed value")
+
+    def _class_attr_value(self, ref: ClassRef, name: str) -> Resolved:
+        """``model_cls = FooModel`` in the class body (the nearest along the MRO)."""
+        lookup = self.lookup(ref, name)
+        owner = lookup.owner
+        cls = self.class_summary(owner) if owner else None
+        module = self.module(owner.module) if owner else None
+        if owner is None or cls is None or module is None or name not in cls.class_attrs:
+            return Unknown(f"self.{name} cannot be followed")
+        line = cls.class_attrs[name]
+        stmt = self.snippets.statement_at(module.path, line, line, line)
+        value = getattr(stmt, "value", None)
+        target = dotted(value) if value is not None else None
+        if target is None:
+            return Unknown(f"{owner.qualname}.{name} is not a plain class name")
+        return self.resolve(owner.module, target)
 
     def _resolve_in_class(self, owner: ClassRef, cls: ClassSummary, dotted_name: str, instance: ClassRef | None = None) -> Resolved:
         """A name used in ``owner.__init__``: its local imports first, then its module."""

@@ -112,16 +112,16 @@ def inner_model_choices(index: ProjectIndex, ref: ClassRef) -> list[tuple[str, l
     preferred = index.engine.pack.inner_model_attributes
     pattern = index.engine.pack.inner_model_class_pattern
     attrs: list[str] = []
-    for current in index.mro(ref).classes:
-        cls = index.class_summary(current)
-        if cls is None:
-            continue
+    classes = [cls for current in index.mro(ref).classes if (cls := index.class_summary(current)) is not None]
+    # What a ``__getattr__`` forwards to stands for the class, whatever its name (a dispatcher).
+    forwarded = {attr for cls in classes if (fn := cls.methods.get("__getattr__")) is not None for attr in fn.self_reads}
+    for cls in classes:
         for attr, entry in cls.instance_attrs.items():
             if attr in attrs:
                 continue
             # Resolving a callee may parse its module: only follow ones that can be models.
-            if attr in preferred or any(
-                c.callee.startswith("self.") or pattern.search(c.callee.rsplit(".", 1)[-1])
+            if attr in preferred or attr in forwarded or any(
+                c.table or c.callee.startswith("self.") or pattern.search(c.callee.rsplit(".", 1)[-1])
                 for c in entry.constructions
             ):
                 attrs.append(attr)
@@ -152,7 +152,7 @@ def _kind_of_bases(index: ProjectIndex, ref: ClassRef, drafts: bool = True) -> t
             continue
         if drafts and pack.eagle3_draft_pattern.search(name):
             return EAGLE3_DRAFT, f"EAGLE-3 draft head (subclass of {name})"
-        if drafts and pack.draft_pattern.search(name):
+        if (drafts and pack.draft_pattern.search(name)) or pack.draft_by_name_pattern.search(name):
             return DRAFT, f"draft head for EAGLE/MTP (subclass of {name})"
         for other in pack.other_patterns:
             if other.pattern.search(name):
@@ -189,6 +189,8 @@ def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool =
         return EAGLE3_DRAFT, f"EAGLE-3 draft head (name matches {pack.eagle3_draft_pattern.pattern!r})"
     if drafts and pack.draft_pattern.search(name):
         return DRAFT, f"draft head for EAGLE/MTP (name matches {pack.draft_pattern.pattern!r})"
+    if pack.draft_by_name_pattern.search(name):
+        return DRAFT, f"draft head for EAGLE/MTP (name matches {pack.draft_by_name_pattern.pattern!r})"
     for other in pack.other_patterns:
         if other.pattern.search(name):
             return OTHER, other.reason
@@ -199,10 +201,14 @@ def classify(index: ProjectIndex, ref: ClassRef, _depth: int = 0, drafts: bool =
     if head:
         return TARGET, f"generative model (has self.{head})"
     if _depth < 3:
-        for attr, inner in inner_models(index, ref):
-            inner_kind, _ = classify(index, inner, _depth + 1)
-            if inner_kind == TARGET:
-                return TARGET, f"wrapper around a language model (self.{attr}: {inner.qualname})"
+        for attr, held in inner_model_choices(index, ref):
+            models = [inner for inner in held if classify(index, inner, _depth + 1)[0] == TARGET]
+            if len(held) > 1 and models:
+                # A dispatcher: ``__init__`` picks the implementation by config (MiniCPMV).
+                picks = " or ".join(c.qualname for c in held)
+                return TARGET, f"wrapper around a language model (self.{attr}: {picks}, picked by config)"
+            if models:
+                return TARGET, f"wrapper around a language model (self.{attr}: {models[0].qualname})"
     if pack.target_name_pattern.search(name):
         return TARGET, "generative model (by its name; no LM head found statically)"
     return OTHER, "no LM head or inner language model found"

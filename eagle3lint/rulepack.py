@@ -116,6 +116,8 @@ class RulePack:
     inner_model_class_pattern: re.Pattern[str]
     # Method bodies walked in full besides the members (data-flow rules need ``forward``).
     walk_methods: tuple[str, ...] = ()
+    # Draft-head names that hold even where a registry section says "generative model".
+    draft_by_name_pattern: re.Pattern[str] = re.compile("(?!)")
     # [verdict]: what counts as EAGLE-3 code in a class, its MRO or its inner models (members
     # only EAGLE-3 uses; attributes of the hidden-state capture). A target without any of it does
     # not implement EAGLE-3 (one information finding), one with some and an error is broken.
@@ -331,6 +333,7 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         members=members,
         eagle3_draft_pattern=_compile(pack_path, "classify.eagle3_draft", classify.get("eagle3_draft", "(?!)")),
         draft_pattern=_compile(pack_path, "classify.draft", classify.get("draft", "(?!)")),
+        draft_by_name_pattern=_compile(pack_path, "classify.draft_by_name", classify.get("draft_by_name", "(?!)")),
         other_patterns=others,
         lm_head_attributes=tuple(classify.get("lm_head_attributes", ["lm_head"])),
         target_name_pattern=_compile(pack_path, "classify.target_name", classify.get("target_name", "(?!)")),

@@ -65,6 +65,9 @@ class FunctionSummary:
     self_chains: list[tuple[str, str]] = field(default_factory=list)
     # ``return self.<attr>`` (properties that expose an inner module).
     returns_self_attr: str | None = None
+    # Every ``return`` returns ``self`` itself (``get_language_model`` of a class that is its own
+    # language model).
+    returns_self: bool = False
     # Every ``self.<attr>`` read in the body (capture data-flow rules use it).
     self_reads: set[str] = field(default_factory=set)
     # Names of functions/methods called in the body (``self.helper()`` -> "helper").
@@ -114,6 +117,14 @@ class Construction:
     # different branches of one ``if`` are alternatives; a later one at the same or an outer
     # level replaces an earlier one (see :func:`final_constructions`).
     branch: Branch = ()
+    # ``_TABLE[key](...)`` / ``_TABLE.get(key)(...)``, directly or through local names: the class
+    # is picked from a module-level dict literal (``callee`` names it), one entry per config
+    # value; ``table_key`` is the key's source text when it is a literal (one entry then).
+    table: bool = False
+    table_key: str | None = None
+    # ``self.<attr> = self.<name>(...)`` calls ``name`` (a factory method, a class kept in a class
+    # attribute); ``self.<attr> = self.<name>`` (False) is an alias of another attribute.
+    call: bool = True
 
 
 @dataclass
@@ -164,6 +175,10 @@ class ModuleSummary:
     entry_class_line: int = 0
     # Module-level string/tuple dict literals by variable name (registries).
     dict_literals: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    # Module-level dict literals whose values are all names (``{(2, 6): MiniCPMV2_6, ...}``): the
+    # tables a dispatcher's ``__init__`` picks its implementation from. Entries are (the key's
+    # source text, the dotted name), in order.
+    class_tables: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     line_count: int = 0
     suppressions: FileSuppressions = field(default_factory=FileSuppressions)
 
@@ -265,6 +280,10 @@ def _construction(value: ast.AST, lineno: int, branch: Branch = ()) -> list[Cons
             out.extend(_construction(v, lineno, branch))
         return out
     if isinstance(value, ast.Call):
+        picked = _table_pick(value.func)
+        if picked is not None:
+            table, key = picked
+            return [Construction(callee=table, lineno=lineno, branch=branch, table=True, table_key=key)]
         callee = dotted(value.func)
         if callee is None:
             return []
@@ -284,8 +303,92 @@ def _construction(value: ast.AST, lineno: int, branch: Branch = ()) -> list[Cons
     name = dotted(value)
     if name is not None and name.startswith("self."):
         # ``self.model = self.language_model``: an alias of another attribute.
-        return [Construction(callee=name, lineno=lineno, branch=branch)]
+        return [Construction(callee=name, lineno=lineno, branch=branch, call=False)]
     return []
+
+
+def _table_pick(func: ast.AST) -> tuple[str, str | None] | None:
+    """``TABLE[key]`` or ``TABLE.get(key[, default])`` as the called object: (TABLE, the key's
+    source text when it is a literal). Whether TABLE is a table of classes the index decides
+    (``Generic[T](...)`` subscripts a class, not a table)."""
+    key: ast.AST | None = None
+    if isinstance(func, ast.Subscript) and isinstance(func.value, ast.Name):
+        table, key = func.value.id, func.slice
+    elif (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Attribute)
+        and func.func.attr == "get"
+        and isinstance(func.func.value, ast.Name)
+        and func.args
+        and not func.keywords
+    ):
+        table, key = func.func.value.id, func.args[0]
+    else:
+        return None
+    return table, _literal_text(key)
+
+
+def _literal_text(node: ast.AST | None) -> str | None:
+    """The source text of a literal key (a constant, or a tuple of constants); None otherwise."""
+    if isinstance(node, ast.Constant) or (isinstance(node, ast.Tuple) and all(isinstance(e, ast.Constant) for e in node.elts)):
+        try:
+            return ast.unparse(node)
+        except (ValueError, RecursionError):
+            return None
+    return None
+
+
+# How many local names one value is followed through (``minicpmv = cls(...)``, ``cls = T.get(v)``),
+# and how many values it may stand for before it is left as written (arms multiply).
+_INLINE_DEPTH = 4
+_INLINE_VALUES = 64
+# A local binding in ``__init__``: (line, value, enclosing branches).
+LocalBinding = tuple[int, ast.AST, Branch]
+
+
+def _reaching(bindings: list[LocalBinding], line: int, branch: Branch) -> list[LocalBinding]:
+    """The bindings of one local name that may hold when a statement on ``line`` in ``branch``
+    runs: those before it, not in another arm of an ``if`` it is in, and not replaced on every
+    path by a later binding at the same or an enclosing level."""
+    arms = dict(branch)
+    before = sorted((b for b in bindings if b[0] < line and all(arms.get(at, arm) == arm for at, arm in b[2])), key=lambda b: b[0])
+    # Latest first: a binding stands unless a later one sits at its level or an enclosing one.
+    # Each branch prefix gets a number, so the test costs the nesting depth, not its square.
+    numbers: dict[tuple[int, tuple[int, int]], int] = {}
+    later: set[int] = set()
+    standing: list[LocalBinding] = []
+    for binding in reversed(before):
+        prefixes = [0]
+        for step in binding[2]:
+            prefixes.append(numbers.setdefault((prefixes[-1], step), len(numbers) + 1))
+        if not any(n in later for n in prefixes):
+            standing.append(binding)
+        later.add(prefixes[-1])
+    return standing[::-1]
+
+
+def _inline_locals(value: ast.AST, line: int, branch: Branch, local_names: dict[str, list[LocalBinding]], depth: int = 0) -> list[ast.AST]:
+    """``value`` with the local names it is (or calls) replaced by what they may be bound to:
+    ``self.m = inst`` after ``inst = cls(config)`` and ``cls = _TABLE.get(v)`` reads as
+    ``self.m = _TABLE.get(v)(config)``; one value per binding that may reach it."""
+    if depth >= _INLINE_DEPTH or not local_names:
+        return [value]
+    if isinstance(value, ast.Name) and value.id in local_names:
+        reaching = _reaching(local_names[value.id], line, branch)
+        out: list[ast.AST] = []
+        for bound_line, bound, bound_branch in reaching:
+            # Line 0: the parameter itself, as the caller (or its default) binds it.
+            out.extend([bound] if bound_line == 0 else _inline_locals(bound, bound_line, bound_branch, local_names, depth + 1))
+        return out if len(out) <= _INLINE_VALUES else [value]
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id in local_names:
+        calls: list[ast.AST] = []
+        for bound_line, bound, bound_branch in _reaching(local_names[value.func.id], line, branch):
+            funcs = [bound] if bound_line == 0 else _inline_locals(bound, bound_line, bound_branch, local_names, depth + 1)
+            for func in funcs:
+                if isinstance(func, ast.expr):
+                    calls.append(ast.Call(func=func, args=value.args, keywords=value.keywords))
+        return calls if len(calls) <= _INLINE_VALUES else [value]
+    return [value]
 
 
 def final_constructions(constructions: list[Construction]) -> list[Construction]:
@@ -331,6 +434,8 @@ class _BodyWalker:
         self.calls: set[str] = set()
         self.assigns: list[SelfAssign] = []
         self.returns_self_attr: str | None = None
+        # None until a ``return <value>``; then whether every one so far returned ``self``.
+        self.returns_self: bool | None = None
 
     def walk(self, body: list[ast.stmt]) -> None:
         handlers = _WALK_HANDLERS
@@ -427,6 +532,8 @@ class _BodyWalker:
     def _return(self, node: ast.Return) -> bool:
         if node.value is not None and self.returns_self_attr is None:
             self.returns_self_attr = self._self_attr(node.value)
+        is_self = isinstance(node.value, ast.Name) and node.value.id == self.self_name
+        self.returns_self = is_self and self.returns_self is not False
         return True
 
     def _nested_scope(self, node: ast.AST) -> bool:
@@ -496,7 +603,15 @@ def _summarize_function(
     if not walk and is_method:
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
-        _collect_self_assigns(node.body, self_name, assigns)
+        if node.name == "__init__":
+            # A dispatcher binds its pick to locals first (``cls = _TABLE.get(v)``; ``inst = cls(...)``).
+            # A parameter is bound on entry: where no rebinding reaches, it keeps its own value.
+            arguments = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+            local_names: dict[str, list[LocalBinding]] = {a.arg: [(0, ast.Name(id=a.arg, ctx=ast.Load()), ())] for a in arguments}
+            _collect_self_assigns(node.body, self_name, assigns, local_names=local_names)
+            assigns = _through_locals(assigns, local_names)
+        else:
+            _collect_self_assigns(node.body, self_name, assigns)
     if walk:
         all_args = [*node.args.posonlyargs, *node.args.args]
         self_name = all_args[0].arg if (drop_first and all_args) else "self"
@@ -507,6 +622,7 @@ def _summarize_function(
         summary.calls = walker.calls
         summary.probed_chains = walker.probed
         summary.returns_self_attr = walker.returns_self_attr
+        summary.returns_self = walker.returns_self is True
         summary.walked = True
         assigns = walker.assigns
     return summary, assigns
@@ -589,31 +705,47 @@ _NESTED_BLOCKS = frozenset({ast.If, ast.For, ast.AsyncFor, ast.While})
 _WITH_BLOCKS = frozenset({ast.With, ast.AsyncWith})
 
 
-def _collect_self_assigns(body: list[ast.stmt], self_name: str, out: list[SelfAssign], branch: Branch = ()) -> None:
+def _collect_self_assigns(
+    body: list[ast.stmt], self_name: str, out: list[SelfAssign], branch: Branch = (), local_names: dict[str, list[LocalBinding]] | None = None
+) -> None:
     """``self.x = ...`` at statement level (through if/for/with/try blocks), without descending
     into expressions: cheap enough to run on every method of every model (hence exact-type
-    tests, not isinstance chains). Each assignment carries the branches it sits in."""
+    tests, not isinstance chains). Each assignment carries the branches it sits in.
+    ``local_names`` (``__init__`` only) collects the plain local bindings too (``cls = ...``)."""
     for stmt in body:
         kind = type(stmt)
         if kind is ast.Assign:
             for target in stmt.targets:  # type: ignore[attr-defined]
                 _self_target(target, stmt.value, stmt.lineno, self_name, out, branch)  # type: ignore[attr-defined]
+                if local_names is not None and type(target) is ast.Name:
+                    local_names.setdefault(target.id, []).append((stmt.lineno, stmt.value, branch))  # type: ignore[attr-defined]
         elif kind is ast.AnnAssign:
             _self_target(stmt.target, stmt.value, stmt.lineno, self_name, out, branch)  # type: ignore[attr-defined]
+            if local_names is not None and type(stmt.target) is ast.Name and stmt.value is not None:  # type: ignore[attr-defined]
+                local_names.setdefault(stmt.target.id, []).append((stmt.lineno, stmt.value, branch))  # type: ignore[attr-defined]
         elif kind in _WITH_BLOCKS:
-            _collect_self_assigns(stmt.body, self_name, out, branch)  # type: ignore[attr-defined]
+            _collect_self_assigns(stmt.body, self_name, out, branch, local_names)  # type: ignore[attr-defined]
         elif kind in _NESTED_BLOCKS:
             line = stmt.lineno
-            _collect_self_assigns(stmt.body, self_name, out, (*branch, (line, 0)))  # type: ignore[attr-defined]
-            _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out, (*branch, (line, 1)))
+            _collect_self_assigns(stmt.body, self_name, out, (*branch, (line, 0)), local_names)  # type: ignore[attr-defined]
+            _collect_self_assigns(getattr(stmt, "orelse", []), self_name, out, (*branch, (line, 1)), local_names)
         elif kind in _TRY_KINDS:
             line = stmt.lineno
             # The body and its else run together; each handler instead of them; finally always.
-            _collect_self_assigns(stmt.body, self_name, out, (*branch, (line, 0)))  # type: ignore[attr-defined]
+            _collect_self_assigns(stmt.body, self_name, out, (*branch, (line, 0)), local_names)  # type: ignore[attr-defined]
             for n, handler in enumerate(stmt.handlers, start=1):  # type: ignore[attr-defined]
-                _collect_self_assigns(handler.body, self_name, out, (*branch, (line, n)))
-            _collect_self_assigns(stmt.orelse, self_name, out, (*branch, (line, 0)))  # type: ignore[attr-defined]
-            _collect_self_assigns(stmt.finalbody, self_name, out, branch)  # type: ignore[attr-defined]
+                _collect_self_assigns(handler.body, self_name, out, (*branch, (line, n)), local_names)
+            _collect_self_assigns(stmt.orelse, self_name, out, (*branch, (line, 0)), local_names)  # type: ignore[attr-defined]
+            _collect_self_assigns(stmt.finalbody, self_name, out, branch, local_names)  # type: ignore[attr-defined]
+
+
+def _through_locals(assigns: list[SelfAssign], local_names: dict[str, list[LocalBinding]]) -> list[SelfAssign]:
+    """Each ``self.x = <local>`` (or ``<local>(...)``) once per value the local may hold."""
+    out: list[SelfAssign] = []
+    for attr, line, value, branch in assigns:
+        values: list[ast.AST | None] = [*_inline_locals(value, line, branch, local_names)] if value is not None else []
+        out.extend((attr, line, v, branch) for v in values or [value])
+    return out
 
 
 def _collect_with_assigns(body: list[ast.stmt], self_name: str, out: dict[str, list[str]], inside: list[str] | None) -> None:
@@ -753,6 +885,9 @@ class _ModuleBuilder:
                             table[k.value] = strings
                 if table:
                     s.dict_literals[name] = table
+                classes = _class_table(value, s.class_tables)
+                if classes:
+                    s.class_tables[name] = classes
             elif isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "dict":
                 # Merged registries: ``_X = {**_A, **_B}`` are dicts; ``dict(...)`` rarely used.
                 pass
@@ -858,6 +993,31 @@ class _ModuleBuilder:
             entry.in_init = True
         if value is not None and method == "__init__":
             entry.constructions.extend(_construction(value, lineno, branch))
+
+
+def _plain_name(node: ast.AST) -> bool:
+    """``a.b.c`` made of names and attributes only (no calls or subscripts on the way)."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return isinstance(node, ast.Name)
+
+
+def _class_table(value: ast.Dict, known: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
+    """The entries of a dict literal whose values are all names (``**OTHER`` merges a table of
+    the module read before it); [] when any value is something else."""
+    entries: list[tuple[str, str]] = []
+    for key, item in zip(value.keys, value.values, strict=False):
+        if key is None:
+            merged = known.get(item.id) if isinstance(item, ast.Name) else None
+            if merged is None:
+                return []
+            entries.extend(merged)
+            continue
+        name = dotted(item) if _plain_name(item) else None
+        if name is None:
+            return []
+        entries.append((_literal_text(key) or "?", name))
+    return entries
 
 
 def _calls_self_method(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:

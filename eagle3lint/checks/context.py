@@ -176,15 +176,28 @@ class CheckContext:
         attr = lookup.via_getattr
         if attr is None or depth >= 4:
             return MemberState("unknown", lookup, note="__getattr__ forwards somewhere eagle3lint cannot follow")
-        held = [h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)]
+        held = list(dict.fromkeys(h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)))
         if not held:
             return MemberState("unknown", lookup, attr, note=f"__getattr__ forwards to self.{attr}, whose class is not known")
-        inner_state = self.state(held[0], member, depth + 1)
-        if inner_state.status in ("present", "delegated"):
+        return self._forwarded(lookup, attr, held, member, depth, "forwarded by __getattr__ to a class that lacks it")
+
+    def _forwarded(self, lookup: MemberLookup, attr: str, held: list[ClassRef], member: str, depth: int, gap_note: str) -> MemberState:
+        """How a class stands that forwards ``member`` to ``self.<attr>``, which holds one of
+        ``held`` (several where ``__init__`` picks it by config): delegated when every choice
+        has it, a gap naming the choices that lack it (all of them, or some), else unknown."""
+        states = {h: self.state(h, member, depth + 1) for h in held}
+        having = [h for h in held if states[h].status in ("present", "delegated")]
+        lacking = [h for h in held if states[h].status in ("missing", "delegation-gap")]
+        if not lacking and len(having) == len(held):
             return MemberState("delegated", lookup, attr, held[0])
-        if inner_state.status == "unknown":
-            return MemberState("unknown", lookup, attr, held[0], note=inner_state.note)
-        return MemberState("delegation-gap", lookup, attr, held[0], note="forwarded by __getattr__ to a class that lacks it")
+        if not lacking:
+            unknown = next(states[h] for h in held if h not in having)
+            note = unknown.note if len(held) == 1 else f"`self.{attr}` is picked by config; for {_names(held, having)} it cannot be told: {unknown.note}"
+            return MemberState("unknown", lookup, attr, held[0], note=note)
+        if len(held) == 1:
+            return MemberState("delegation-gap", lookup, attr, held[0], note=gap_note)
+        inner = having[0] if having else lacking[0]
+        return MemberState("delegation-gap", lookup, attr, inner, note=gap_note, choices=held, lacking=lacking)
 
     def _check_delegation(self, ref: ClassRef, member: str, lookup: MemberLookup, depth: int) -> MemberState:
         """A method whose body forwards to ``self.<attr>.<member>`` is only as good as the
@@ -198,13 +211,17 @@ class CheckContext:
             if (attr, member) in fn.probed_chains:
                 # ``if hasattr(self.model, m): self.model.m(...) else: ...``: absence is handled.
                 continue
-            held = [h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)]
+            held = list(dict.fromkeys(h for h in self.index.attribute_classes(ref, attr) if isinstance(h, ClassRef)))
             if not held:
                 continue
-            inner_state = self.state(held[0], member, depth + 1)
-            if inner_state.status == "missing":
-                return MemberState("delegation-gap", lookup, attr, held[0], note="delegates to a class that lacks it")
-            return MemberState("delegated", lookup, attr, held[0])
+            if len(held) == 1:
+                inner_state = self.state(held[0], member, depth + 1)
+                if inner_state.status == "missing":
+                    return MemberState("delegation-gap", lookup, attr, held[0], note="delegates to a class that lacks it")
+                return MemberState("delegated", lookup, attr, held[0])
+            state = self._forwarded(lookup, attr, held, member, depth, "delegates to a class that lacks it")
+            # The method itself is there: a choice that cannot be told does not make it unknown.
+            return state if state.status == "delegation-gap" else MemberState("delegated", lookup, attr, held[0])
         return MemberState("present", lookup)
 
     # ---- outcomes -------------------------------------------------------------------------
@@ -298,6 +315,10 @@ class CheckContext:
             variant=model.variant,
             effect=effect,
         )
+
+
+def _names(held: list[ClassRef], having: list[ClassRef]) -> str:
+    return ", ".join(f"`{h.qualname}`" for h in held if h not in having)
 
 
 def severity_for(sites: list[ContractSite]) -> str:

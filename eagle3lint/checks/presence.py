@@ -205,6 +205,13 @@ class WrapperDelegationGap(Rule):
     language model whose class provides an interface member, while the wrapper neither defines
     nor delegates it — or delegates it to an attribute whose class lacks it.
 
+    A *dispatcher* is a wrapper too: a class whose `__init__` picks its implementation by config
+    (from a literal table, `_VERSIONS.get(version)`, or an `if`/`elif` chain) and whose
+    `__getattr__` forwards to the instance it built, as SGLang's `MiniCPMV` does. Each class it
+    may pick is judged: when every one lacks the member, the engine fails as on a missing member
+    (`hasattr` runs the `__getattr__`, which raises `AttributeError`: a crash where the call is
+    bare, a refusal behind the engine's check); when some lack it, the finding names which.
+
     ## Why is this bad?
     The engine calls the member on the outer object it loaded. The inner model could answer, but
     nothing forwards the call: the server dies with an `AttributeError` after the weights load.
@@ -272,6 +279,13 @@ class WrapperDelegationGap(Rule):
                 f"`self.{state.inner_attr}` ({inner}), which has {them}; the engine calls {them} on "
                 f"the target model ({guard_phrase(sites)})"
             )
+        elif state.choices:
+            through = " (through `__getattr__`)" if state.lookup.kind == "getattr" else ""
+            message = (
+                f"`{model.summary.name}` forwards {listed}{through} to `self.{state.inner_attr}`, whose class "
+                f"`__init__` picks by config: {_choice_phrases(ctx, state, first, them)}; the engine calls {them} "
+                f"on the target model ({guard_phrase(sites)})"
+            )
         else:
             through = " (through `__getattr__`)" if state.lookup.kind == "getattr" else ""
             forwarded = listed if len(names) > 1 else f"`{model.summary.name}.{first}`"
@@ -293,6 +307,7 @@ class WrapperDelegationGap(Rule):
                 "inner_class": str(state.inner_class),
                 "inner_provides": state.lookup.status == "missing",
                 "lacking": [str(c) for c in state.lacking],
+                "choices": [str(c) for c in state.choices],
                 "members": names,
             },
         )
@@ -373,7 +388,9 @@ class PresenceNotProvable(Rule):
     ## What it does
     Reports, as information, a model class the engine needs a member of when eagle3lint cannot
     prove statically whether the member is there: a base class outside the engine, or a
-    `__getattr__` that forwards to an object chosen at run time (from a config table, say).
+    `__getattr__` that forwards to an object whose class cannot be named (built by a call eagle3lint
+    cannot follow, or picked by config among classes one of which it cannot read). A class picked
+    from a literal table is followed choice by choice (E3L004 names those that lack the member).
 
     ## Why is this bad?
     Nothing is known to be wrong, but nothing is known to be right either: the first time the
@@ -384,7 +401,7 @@ class PresenceNotProvable(Rule):
     ```python
     class FooV(nn.Module):
         def __init__(self, config):
-            self.inner = _VERSIONS[config.version](config)   # chosen at run time
+            self.inner = load_backbone(config)   # a factory whose return cannot be followed
         def __getattr__(self, name):
             return getattr(self.inner, name)
     ```
@@ -505,14 +522,49 @@ class StaleInterfaceOverride(Rule):
                     )
 
 
+def _choice_phrases(ctx: CheckContext, state: MemberState, member: str, them: str) -> str:
+    """Each class ``__init__`` may pick, and how it stands with the member: ``A` has it`,
+    ``B` lacks it (its `self.llm`, `LlamaForCausalLM`, has it)``."""
+    it = them
+    parts = []
+    for choice in state.choices:
+        if choice not in state.lacking:
+            parts.append(f"`{choice.qualname}` has {it}")
+            continue
+        inner = ctx.state(choice, member)
+        if inner.status == "delegation-gap" and inner.lookup.status == "missing" and inner.inner_class is not None:
+            parts.append(f"`{choice.qualname}` lacks {it} (its `self.{inner.inner_attr}`, `{inner.inner_class.qualname}`, has {it})")
+        elif inner.status == "delegation-gap" and inner.inner_class is not None:
+            parts.append(f"`{choice.qualname}` forwards {it} to `self.{inner.inner_attr}` (`{inner.inner_class.qualname}`), which lacks {it}")
+        else:
+            parts.append(f"`{choice.qualname}` lacks {it}")
+    return ", ".join(parts)
+
+
 def _delegation_effect(ctx: CheckContext, names: list[str], sites: list[ContractSite], state: MemberState, first: str) -> Effect:
-    """A wrapper that lacks the member meets the engine's guard (a refusal where it has one); a
-    wrapper that has it and forwards to a class without it passes every guard and crashes inside
-    its own method (``AttributeError``)."""
+    """A wrapper that lacks the member meets the engine's guard (a refusal where it has one), and
+    so does one whose ``__getattr__`` forwards to a class without it (``hasattr`` is false: the
+    forward raises ``AttributeError``); a wrapper that has it and forwards to a class without it
+    passes every guard and crashes inside its own method (``AttributeError``). Where ``__init__``
+    picks the class by config, the choices that lack it decide: they fail as it does."""
     if state.lookup.status == "missing":
         return ctx.gap_effect(names, sites, reason=f"does not delegate `{first}` to `self.{state.inner_attr}`", code=WrapperDelegationGap.code)
+    if state.lookup.kind == "getattr":
+        which = _lacking_phrase(state)
+        return ctx.gap_effect(names, sites, reason=f"`__getattr__` forwards `{first}` to `self.{state.inner_attr}`{which}", code=WrapperDelegationGap.code)
     evidence = ctx.related_for(sites[:1])[0] if sites else None
-    return Effect(CRASH, _stage(ctx, first), evidence, reason=f"`{first}` forwards to `self.{state.inner_attr}`, which lacks it", code=WrapperDelegationGap.code)
+    which = _lacking_phrase(state)
+    return Effect(CRASH, _stage(ctx, first), evidence, reason=f"`{first}` forwards to `self.{state.inner_attr}`{which}", code=WrapperDelegationGap.code)
+
+
+def _lacking_phrase(state: MemberState) -> str:
+    """``, which lacks it`` or, for a class picked by config, which of the choices lack it."""
+    if not state.choices:
+        return ", which lacks it"
+    lacking = _names([c.qualname for c in state.lacking])
+    if len(state.lacking) == len(state.choices):
+        return f", picked by config: none of its choices has it ({lacking})"
+    return f", picked by config: {lacking} {'lacks' if len(state.lacking) == 1 else 'lack'} it"
 
 
 def _stage(ctx: CheckContext, member: str) -> float:

@@ -74,8 +74,10 @@ class WrapperDelegation(FixPattern):
         variables = {"member": finding.method, "delegate": delegate, "inner_class": inner.qualname}
         description = template.describe(variables)
         if state.lookup.status != "missing":
-            # The wrapper forwards already, to a class that lacks the member: the gap is there.
-            return PlannedFix(finding, self.name, DISPLAY_ONLY, f"implement `{finding.method}` in `{inner.qualname}`",
+            # The wrapper forwards already, to a class that lacks the member: the gap is there
+            # (in each class ``__init__`` may pick that lacks it).
+            where = ", ".join(f"`{c.qualname}`" for c in state.lacking) if state.choices else f"`{inner.qualname}`"
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, f"implement `{finding.method}` in {where}",
                               note=f"`{model.summary.name}` already forwards it to `self.{delegate}`")
         members = [finding.method, *self._companions(env, model, inner, finding.method)]
         # A backbone chosen by config that lacks the member: the delegation raises a clear error.

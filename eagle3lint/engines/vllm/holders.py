@@ -142,6 +142,9 @@ class HolderFinder:
         fn = lookup.function
         owner = lookup.owner
         proto = self.protocol
+        if fn is not None and fn.returns_self and not (owner and proto and owner.module == proto.module):
+            # ``return self``: the class is its own language model (MuseSpark's Omni mixin).
+            return [ref], "self"
         if fn is not None and fn.returns_self_attr and not (owner and proto and owner.module == proto.module):
             held = self.index.attribute_classes(ref, fn.returns_self_attr)
             if not held:

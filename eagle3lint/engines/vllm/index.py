@@ -20,7 +20,7 @@ from collections.abc import Callable
 from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
 from eagle3lint.snippets import SnippetReader
-from eagle3lint.summary import Construction, dotted, final_constructions
+from eagle3lint.summary import Construction, final_constructions
 
 RUNTIME_CHOICE = "the inner model is chosen from the HF config at run time"
 
@@ -68,29 +68,19 @@ class VllmIndex(ProjectIndex):
         return super().attribute_classes(ref, attr, _depth)
 
     # ---- what a construction builds ----------------------------------------------------------
-    def _self_callable(self, ref: ClassRef, name: str) -> str | None:
-        """"method" or "class_attr" when ``self.<name>(...)`` calls a factory method or a class
-        stored in a class attribute."""
-        lookup = self.lookup(ref, name)
-        if lookup.status != "found":
-            return None
-        if lookup.kind == "method" and lookup.function is not None and not lookup.function.is_property:
-            return "method"
-        if lookup.kind == "class_attr":
-            return "class_attr"
-        return None
-
     def _construction_classes(self, ref: ClassRef, owner: ClassRef, construction: Construction, depth: int) -> list[Resolved]:
         if self._is_factory(owner, construction):
             return self._factory_classes(owner, construction)
         if construction.callee.startswith("self."):
             name = construction.callee[len("self.") :]
-            kind = self._self_callable(ref, name)
+            kind = self._self_callable(ref, name) if construction.call else None
             if kind == "method":
                 return self._method_returns(ref, name)
             if kind == "class_attr":
                 return [self._class_attr_value(ref, name)]
             return super().attribute_classes(ref, name, depth + 1)
+        if construction.table and (picked := self.table_classes(owner, construction)) is not None:
+            return picked
         last = construction.callee.rsplit(".", 1)[-1]
         if not self.model_class_pattern.search(last):
             # Not worth resolving (and parsing its module): layers, configs, helpers.
@@ -122,39 +112,3 @@ class VllmIndex(ProjectIndex):
         as the summary recorded them from the construction's nested calls."""
         return construction.literal_args.get("with_hf_config#1", [])
 
-    def _method_returns(self, ref: ClassRef, name: str) -> list[Resolved]:
-        """The classes ``self.<name>(...)`` constructs: its ``return X(...)`` statements, in the
-        override the instance's class really runs."""
-        lookup = self.lookup(ref, name)
-        fn, owner = lookup.function, lookup.owner
-        module = self.module(owner.module) if owner else None
-        if fn is None or owner is None or module is None:
-            return [Unknown(f"self.{name}() cannot be followed")]
-        tree = self.snippets.parse(module.path, fn.lineno, fn.end_lineno)
-        if tree is None:
-            return [Unknown(f"self.{name}() cannot be read")]
-        out: list[Resolved] = []
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
-                callee = dotted(node.value.func)
-                if callee and not callee.startswith("self."):
-                    out.append(self.resolve(owner.module, callee))
-                else:
-                    out.append(Unknown(f"self.{name}() returns a computed value"))
-        return out or [Unknown(f"self.{name}() returns no constructed object")]
-
-    def _class_attr_value(self, ref: ClassRef, name: str) -> Resolved:
-        """``model_cls = FooModel`` in the class body (the nearest along the MRO)."""
-        lookup = self.lookup(ref, name)
-        owner = lookup.owner
-        cls = self.class_summary(owner) if owner else None
-        module = self.module(owner.module) if owner else None
-        if owner is None or cls is None or module is None or name not in cls.class_attrs:
-            return Unknown(f"self.{name} cannot be followed")
-        line = cls.class_attrs[name]
-        stmt = self.snippets.statement_at(module.path, line, line, line)
-        value = getattr(stmt, "value", None)
-        target = dotted(value) if value is not None else None
-        if target is None:
-            return Unknown(f"{owner.qualname}.{name} is not a plain class name")
-        return self.resolve(owner.module, target)

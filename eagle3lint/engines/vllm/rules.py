@@ -175,10 +175,11 @@ class HolderLacksMixin(VllmRule):
                 # One cause: a decoder without the mixin does not collect either (E3L011 would
                 # say so again); the fix adds both.
                 either = " (and its `forward` never collects aux hidden states)" if ctx.collects(cls).value == COLLECTS_NO else ""
+                picked = f"; `__init__` picks it by config among {_holder_names(holder)}" if len(holder.classes) > 1 else ""
                 yield self._finding(
                     ctx, model,
                     f"`{model.summary.name}` declares {ctx.protocol.name}, but {holder.via} of "
-                    f"`{ctx.vindex.vpack.setter}` reaches `{holder.path}` (`{cls.qualname}`), which does "
+                    f"`{ctx.vindex.vpack.setter}` reaches `{holder.path}` (`{cls.qualname}`{picked}), which does "
                     f"not inherit {holder.asserted_mixin}{either}: start-up fails on the assertion",
                     related, {"path": holder.path, "holder": str(cls), "mixin": holder.asserted_mixin},
                 )
