@@ -281,6 +281,8 @@ def test_cr_line_endings_and_form_feeds_take_down_nothing(tmp_path: Path) -> Non
     # blank line a form feed makes of line 5, and a CR-only file is not one long line.
     assert "6 | class ZzCrForCausalLM(nn.Module):" in full.stdout
     assert "6 | class ZzFfForCausalLM(nn.Module):" in full.stdout
+    # The fix diff shows the form feed in its line, escaped, as it shows any control character.
+    assert "\\x0c    def forward(self" in full.stdout and "\x0c" not in full.stdout
 
     done = run_cli("fix", "--apply", models)
     assert done.returncode == 0, done.stderr

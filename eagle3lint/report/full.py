@@ -58,8 +58,8 @@ def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Pat
             out.write(f"      {line_path(site.path, fallback_root=root)}:{site.line}: {site.message}\n")
     if finding.fix is not None:
         out.write(f"  = fix ({finding.fix.applicability}): {finding.fix.description}\n")
-        for line in finding.fix.diff.splitlines():
-            out.write(f"      {line}\n")
+        for line in line_texts(finding.fix.diff):  # a form feed stays in its line, shown escaped
+            out.write(f"      {line.translate(_CONTROL)}\n")
     out.write(f"  = help: {finding.rule}; `eagle3lint explain {finding.code}`\n\n")
 
 
