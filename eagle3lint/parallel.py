@@ -9,7 +9,8 @@ service manager sends them to the whole process group; the parent stops them and
 interrupt once), they die with the parent (a parent killed outright would otherwise leave them
 parsing, holding its stdout), and a pool left by an exception is killed rather than waited for,
 its manager thread included (left running into the interpreter's exit, it races Python 3.11's
-exit hook for its wake-up pipe: "Exception ignored ... Bad file descriptor").
+exit hook for its wake-up pipe, "Exception ignored ... Bad file descriptor", or, waiting for the
+rest of a result a killed worker half sent, holds the exit for ever).
 """
 
 from __future__ import annotations
@@ -161,6 +162,7 @@ class WorkerPool:
         # offers no way to stop a worker, nor to wait for the thread after shutdown(wait=False).
         processes = list((getattr(executor, "_processes", None) or {}).values())
         manager = getattr(executor, "_executor_manager_thread", None)
+        results = getattr(executor, "_result_queue", None)
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -168,6 +170,14 @@ class WorkerPool:
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AssertionError, AttributeError):
                 process.join(timeout=5)
+        # A worker killed while sending its result leaves half a message in the result pipe: the
+        # manager thread would wait for the rest for ever, and the interpreter's exit for it.
+        # This process holds the pipe's last write end once every worker is gone: closing it
+        # ends that wait (end of file: the pool is broken, and the thread cleans up).
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(OSError):
+                writer.close()
         if isinstance(manager, threading.Thread) and manager is not threading.current_thread():
             # With its workers gone it closes its pipes and ends; the exit hook then finds them
             # closed and leaves them alone.

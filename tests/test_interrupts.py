@@ -270,6 +270,53 @@ def test_a_terminated_pool_leaves_no_thread_of_its_own(monkeypatch: pytest.Monke
     assert [t for t in threading.enumerate() if isinstance(t, futures_process._ExecutorManagerThread)] == []
 
 
+HALF_SENT_RESULT = """
+    import os, struct, sys, threading, time
+    from multiprocessing.queues import SimpleQueue
+    from multiprocessing.reduction import ForkingPickler
+    from eagle3lint.parallel import WorkerPool
+
+    mark = sys.argv[1]
+    parent = os.getpid()
+    real_put = SimpleQueue.put
+
+    def half_put(self, item):
+        # A worker stopped half-way through sending its result, as SIGKILL can stop it.
+        if os.getpid() != parent and getattr(item, "result", None) == "half":
+            data = bytes(ForkingPickler.dumps(item))
+            os.write(self._writer.fileno(), struct.pack("!i", len(data)) + data[: len(data) // 2])
+            open(mark, "w").close()
+            time.sleep(600)
+        return real_put(self, item)
+
+    SimpleQueue.put = half_put
+
+    def half():
+        return "half"
+
+    pool = WorkerPool(workers=2)
+    try:
+        with pool:
+            pool.submit(half)
+            while not os.path.exists(mark):
+                time.sleep(0.05)
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    print("threads left:", [t.name for t in threading.enumerate() if t is not threading.main_thread()], file=sys.stderr)
+"""
+
+
+def test_a_worker_killed_mid_result_does_not_hang_the_exit(tmp_path: Path) -> None:
+    """The pool's manager thread waits for the rest of a result a killed worker half sent, and
+    the interpreter's exit waits for that thread: SIGTERM during ``fix --apply`` could hang."""
+    driver = _driver(tmp_path, HALF_SENT_RESULT)
+    child = _start(driver, tmp_path / "half-sent", cwd=tmp_path)
+    returncode, stderr = _finish(child)
+    assert returncode == 0, stderr
+    assert stderr.strip().splitlines() == ["threads left: []"], stderr
+
+
 # ---- pool workers --------------------------------------------------------------------------
 
 BLOCKING_WORKERS = """
