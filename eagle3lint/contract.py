@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.launch_checks import LaunchRefusal, read_launch_refusals
+from eagle3lint.lines import count_line_ends, source_lines
 from eagle3lint.rulepack import MemberSpec
 from eagle3lint.sources import decode_source, read_source, syntax_problem
 from eagle3lint.summary import try_parts
@@ -631,7 +632,7 @@ def scan_file(
         return None  # a plugin's model file: the index reads it, its calls are not the engine's
     rel = _relative(engine, Path(path))
     collector = _SiteCollector(engine, rel, engine.pack.members, checks)
-    lines = text.splitlines(keepends=True)
+    lines = source_lines(text)
     hits = _hit_lines(text, needles)
     chunks = _function_chunks(lines, hits)
     if chunks is not None:
@@ -677,7 +678,7 @@ def _hit_lines(text: str, needles: tuple[bytes, ...]) -> list[int]:
     hits: list[int] = []
     line, last = 0, 0
     for match in pattern.finditer(text):
-        line += text.count("\n", last, match.start())
+        line += count_line_ends(text, last, match.start())
         last = match.start()
         if not hits or hits[-1] != line:
             hits.append(line)

@@ -4,10 +4,13 @@ Workers are forked (start-up is free: the parent has already imported everything
 summaries, never syntax trees, so little crosses the process boundary. Small batches and
 single-core machines stay in-process, where a pool would only cost.
 
-Workers belong to the run that forked them: they ignore Ctrl-C (the terminal sends it to the
-whole process group; the parent stops them and reports the interrupt once), they die with the
-parent (a parent killed outright would otherwise leave them parsing, holding its stdout), and a
-pool left by an exception is killed rather than waited for.
+Workers belong to the run that forked them: they ignore Ctrl-C and SIGTERM (a terminal or a
+service manager sends them to the whole process group; the parent stops them and reports the
+interrupt once), they die with the parent (a parent killed outright would otherwise leave them
+parsing, holding its stdout), and a pool left by an exception is killed rather than waited for,
+its manager thread included (left running into the interpreter's exit, it races Python 3.11's
+exit hook for its wake-up pipe, "Exception ignored ... Bad file descriptor", or, waiting for the
+rest of a result a killed worker half sent, holds the exit for ever).
 """
 
 from __future__ import annotations
@@ -46,11 +49,16 @@ PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
 PARENT_POLL_S = 1.0
 
 
+# What the parent handles for its workers (``fix --apply`` turns SIGTERM into an interrupt).
+_PARENT_SIGNALS = {signal.SIGINT, signal.SIGTERM}
+
+
 def _worker_start(parent: int) -> None:
     """Pool initializer, in each forked worker."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    # Forked with SIGINT blocked (see WorkerPool._pool): unblocked once it is ignored.
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    for signum in _PARENT_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN)
+    # Forked with them blocked (see WorkerPool._pool): unblocked once they are ignored.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _PARENT_SIGNALS)
     if not _exit_with_parent():
         # No prctl: a thread polls for the parent, which a worker outliving it no longer has.
         threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
@@ -78,10 +86,11 @@ def _watch_parent(parent: int) -> None:
 
 
 @contextlib.contextmanager
-def _sigint_blocked() -> Iterator[None]:
-    """SIGINT held back from this thread, so that a worker forked meanwhile cannot take a Ctrl-C
-    before its initializer ignores it (a pending signal is the parent's, not the child's)."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+def _parent_signals_blocked() -> Iterator[None]:
+    """SIGINT and SIGTERM held back from this thread, so that a worker forked meanwhile cannot
+    take one before its initializer ignores it (a pending signal is the parent's, not the
+    child's)."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, _PARENT_SIGNALS)
     try:
         yield
     finally:
@@ -112,7 +121,7 @@ class WorkerPool:
                 initargs=(os.getpid(),),
             )
             # With fork, the first submit starts every worker.
-            with _sigint_blocked():
+            with _parent_signals_blocked():
                 self._executor.submit(int).result()
         return self._executor
 
@@ -136,17 +145,24 @@ class WorkerPool:
 
     def close(self) -> None:
         if self._executor is not None:
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            try:
+                self._executor.shutdown(wait=True, cancel_futures=True)
+            except BaseException:  # interrupted while waiting for the workers: stop them now
+                self.terminate()
+                raise
             self._executor = None
 
     def terminate(self) -> None:
-        """Kill the workers now: after Ctrl-C or an error there is nothing to wait for."""
+        """Kill the workers now: after Ctrl-C or an error there is nothing to wait for. Returns
+        once the pool's manager thread has ended too."""
         executor, self._executor = self._executor, None
         if executor is None:
             return
-        # ``_processes`` is private, but Python before 3.14 offers no way to stop a worker.
+        # ``_processes`` and ``_executor_manager_thread`` are private, but Python before 3.14
+        # offers no way to stop a worker, nor to wait for the thread after shutdown(wait=False).
         processes = list((getattr(executor, "_processes", None) or {}).values())
         manager = getattr(executor, "_executor_manager_thread", None)
+        results = getattr(executor, "_result_queue", None)
         executor.shutdown(wait=False, cancel_futures=True)
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AttributeError):
@@ -154,10 +170,17 @@ class WorkerPool:
         for process in processes:
             with contextlib.suppress(OSError, ValueError, AssertionError, AttributeError):
                 process.join(timeout=5)
-        # The pool's thread closes its wake-up pipe as it ends; the interpreter's exit wakes
-        # every such thread, and one still ending then writes to a pipe being closed (3.11:
-        # "Exception ignored ... Bad file descriptor"). Seeing its workers killed, it ends.
-        if isinstance(manager, threading.Thread):
+        # A worker killed while sending its result leaves half a message in the result pipe: the
+        # manager thread would wait for the rest for ever, and the interpreter's exit for it.
+        # This process holds the pipe's last write end once every worker is gone: closing it
+        # ends that wait (end of file: the pool is broken, and the thread cleans up).
+        writer = getattr(results, "_writer", None)
+        if writer is not None:
+            with contextlib.suppress(OSError):
+                writer.close()
+        if isinstance(manager, threading.Thread) and manager is not threading.current_thread():
+            # With its workers gone it closes its pipes and ends; the exit hook then finds them
+            # closed and leaves them alone.
             with contextlib.suppress(RuntimeError):
                 manager.join(timeout=5)
 

@@ -13,19 +13,21 @@ import ast
 import warnings
 from collections.abc import Mapping
 
+from eagle3lint.lines import line_texts
 from eagle3lint.sources import decode_source, read_source
 
 
 class SnippetReader:
     def __init__(self, texts: Mapping[str, str] | None = None) -> None:
-        self._lines: dict[str, list[str] | None] = {path: text.splitlines() for path, text in (texts or {}).items()}
+        # Numbered as the ``ast`` numbers them (``str.splitlines`` also splits at form feeds).
+        self._lines: dict[str, list[str] | None] = {path: line_texts(text) for path, text in (texts or {}).items()}
         self._trees: dict[tuple[str, int, int], ast.Module | None] = {}
 
     def lines(self, path: str) -> list[str] | None:
         if path not in self._lines:
             data = read_source(path)
             text = decode_source(path, data) if isinstance(data, bytes) else None
-            self._lines[path] = text.splitlines() if isinstance(text, str) else None
+            self._lines[path] = line_texts(text) if isinstance(text, str) else None
         return self._lines[path]
 
     def parse(self, path: str, start: int, end: int) -> ast.Module | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.findings import FileError
+from eagle3lint.lines import count_line_ends
 from eagle3lint.summary import ModuleSummary, summarize
 from eagle3lint.suppressions import scan_suppressions
 
@@ -147,7 +148,7 @@ def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSumm
         path=request.path,
         is_package=request.is_package,
         walk_names=request.walk_names,
-        line_count=text.count("\n") + 1,
+        line_count=count_line_ends(text) + 1,
         capture=request.capture,
         text=text,
     )

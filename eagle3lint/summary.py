@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3lint.capture_facts import CaptureFacts, CaptureSpec
+from eagle3lint.lines import source_lines
 from eagle3lint.suppressions import FileSuppressions
 
 # Methods whose bodies are always walked, whatever the member list says.
@@ -798,7 +799,7 @@ class _ModuleBuilder:
 
     def _source_lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = (self._text or "").splitlines(keepends=True)
+            self._lines = source_lines(self._text or "")
         return self._lines
 
     def resolve_relative(self, level: int, name: str | None) -> str:

@@ -12,10 +12,12 @@ import re
 from dataclasses import dataclass, field
 
 from eagle3lint.findings import Finding
+from eagle3lint.lines import count_line_ends, line_texts
 
 _NOQA_RE = re.compile(r"#\s*noqa\s*:\s*(?P<codes>[A-Z][A-Z0-9]*(?:[\s,]+[A-Z][A-Z0-9]*\b)*)", re.I)
 _IGNORE_RE = re.compile(r"#\s*eagle3lint\s*:\s*ignore(?:\[(?P<codes>[^\]]*)\])?(?![-\w])", re.I)
-_IGNORE_FILE_RE = re.compile(r"^\s*#\s*eagle3lint\s*:\s*ignore-file\b", re.I | re.M)
+# At the start of any line: after a lone CR too (a CR-only file is not one long line).
+_IGNORE_FILE_RE = re.compile(r"(?:^|(?<=\r))\s*#\s*eagle3lint\s*:\s*ignore-file\b", re.I | re.M)
 
 
 @dataclass(frozen=True)
@@ -39,8 +41,8 @@ def scan_suppressions(text: str) -> FileSuppressions:
         return found
     file_match = _IGNORE_FILE_RE.search(text)
     if file_match:
-        found.ignore_file_line = text.count("\n", 0, file_match.start()) + 1
-    for number, line in enumerate(text.splitlines(), start=1):
+        found.ignore_file_line = count_line_ends(text, 0, file_match.start()) + 1
+    for number, line in enumerate(line_texts(text), start=1):
         if "#" not in line:
             continue
         for match in _NOQA_RE.finditer(line):

@@ -37,6 +37,20 @@ def to_crlf(text: str) -> str:
     return text.replace("\n", "\r\n")
 
 
+def to_cr(text: str) -> str:
+    """CR-only line endings (classic Mac OS): Python ends a line at a lone CR too."""
+    return text.replace("\n", "\r")
+
+
+_METHOD_DEF = re.compile(r"^((?:    |\t)def (?:__init__|forward|load_weights)\b)", re.M)
+
+
+def to_form_feeds(text: str) -> str:
+    """A form feed before each method the fixes do not add (whitespace to Python, a page break
+    to some editors); the fixes never add one, so the golden files restyle the same way."""
+    return _METHOD_DEF.sub("\f\\1", text)
+
+
 _LEADING = re.compile(r"^((?:    )+)", re.M)
 
 

@@ -6,6 +6,7 @@ import os
 import shutil
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -276,3 +277,114 @@ def test_a_broken_symbolic_link_is_said_to_be_one(tmp_path: Path) -> None:
     link.symlink_to(tmp_path / "nowhere.py")
     result = read_source(str(link))
     assert isinstance(result, FileError) and result.message == "is a broken symbolic link"
+
+
+# ---- line endings and whitespace the ast sees differently (robustness round 3) ------------------
+
+ROUND3 = Path(__file__).resolve().parent / "data" / "round3"
+# The round-3 inputs wrap `sglang.srt.models.llama.LlamaForCausalLM`: here, a leaf model's subclass.
+LLAMA = "from sglang.srt.models.leaf import LeafForCausalLM\n\n\nclass LlamaForCausalLM(LeafForCausalLM):\n    pass\n\n\nEntryClass = LlamaForCausalLM\n"
+WRAPPERS = {"cr_only_wrapper.py": "ZzCrForCausalLM", "formfeed_wrapper.py": "ZzFfForCausalLM"}
+
+
+def _drop_round3_inputs(models: Path) -> None:
+    for name in WRAPPERS:
+        shutil.copy(ROUND3 / f"{name}.txt", models / name)
+
+
+def test_cr_line_endings_and_form_feeds_take_down_nothing(tmp_path: Path) -> None:
+    from tests.fix_helpers import MODELS, copy_before
+
+    root = copy_before("fix_wrapper", tmp_path)
+    models = root / MODELS
+    (models / "llama.py").write_text(LLAMA)
+    _drop_round3_inputs(models)
+    cr_before = (models / "cr_only_wrapper.py").read_bytes()
+    assert b"\n" not in cr_before and b"\x0c    def forward" in (models / "formfeed_wrapper.py").read_bytes()
+
+    code, data = run_json("check", models)
+    assert code == 1 and data["errors"] == []
+    fixable = {f["class"] for f in data["findings"] if f.get("fix")}
+    assert fixable >= set(WRAPPERS.values())
+    done = run_cli("models", models)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr
+    assert all(name in done.stdout for name in WRAPPERS.values())
+    full = run_cli("check", "--format", "full", models)
+    assert "Traceback" not in full.stderr
+    # The source line shown is the line the ast numbers: `str.splitlines` would have shown the
+    # blank line a form feed makes of line 5, and a CR-only file is not one long line.
+    assert "6 | class ZzCrForCausalLM(nn.Module):" in full.stdout
+    assert "6 | class ZzFfForCausalLM(nn.Module):" in full.stdout
+    # The fix diff shows the form feed in its line, escaped, as it shows any control character.
+    assert "\\x0c    def forward(self" in full.stdout and "\x0c" not in full.stdout
+
+    done = run_cli("fix", "--apply", models)
+    assert done.returncode == 0, done.stderr
+    assert " not fixed: " not in done.stderr and "Traceback" not in done.stderr
+    cr_after = (models / "cr_only_wrapper.py").read_bytes()
+    assert b"\n" not in cr_after and b"\r    def set_eagle3_layers_to_capture(self, layer_ids=None):\r" in cr_after
+    assert cr_after.startswith(cr_before[: cr_before.index(b"EntryClass")].rstrip(b"\r"))  # members added at the end
+    formfeed_after = (models / "formfeed_wrapper.py").read_bytes()
+    assert b"\x0c\nclass ZzFfForCausalLM" in formfeed_after and b"\x0c    def forward" in formfeed_after
+    assert b"def get_embed_and_head(self):" in formfeed_after
+    again = run_cli("fix", models)
+    assert (again.returncode, again.stdout) == (0, "")
+
+
+def test_an_internal_error_editing_one_file_costs_that_file_s_fixes_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import eagle3lint.fix.apply
+    from eagle3lint.engine_finder import discover_engine
+    from eagle3lint.fix.session import prepare_fixes
+    from eagle3lint.runner import run_check
+    from tests.fix_helpers import MODELS, copy_before
+
+    root = copy_before("fix_wrapper", tmp_path)
+    models = root / MODELS
+    (models / "llama.py").write_text(LLAMA)
+    _drop_round3_inputs(models)
+    real = eagle3lint.fix.apply.apply_edits
+
+    def failing(path: str, *args: Any, **kwargs: Any) -> str:
+        if path.endswith("cr_only_wrapper.py"):  # as the CR-only file once did
+            raise IndexError("list index out of range")
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(eagle3lint.fix.apply, "apply_edits", failing)
+    outcome = prepare_fixes(run_check(discover_engine([models]), [models]), [models])
+    assert {Path(p).name for p in outcome.changes} == {"formfeed_wrapper.py", "vl_wrapper.py"}
+    assert {r.reason for r in outcome.rejections} == {
+        "cr_only_wrapper.py: cannot be edited: internal error (please report): IndexError: list index out of range"
+    }
+
+
+@pytest.mark.release
+def test_round3_inputs_in_a_real_sglang_tree_take_down_nothing(tmp_path: Path) -> None:
+    """Dropped into SGLang 0.5.9's models folder, the CR-only file once took down `--format json`
+    and `full`, `models` and `fix` for the whole tree."""
+    from tests.fix_helpers import MODELS
+    from tests.helpers import release_root
+
+    def link_or_copy(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)  # the fixer replaces files, never writes into them
+        except OSError:
+            shutil.copy2(src, dst)
+
+    tree = tmp_path / "sglang-0.5.9"
+    shutil.copytree(release_root("sglang==0.5.9"), tree / "sglang", copy_function=link_or_copy)
+    models = tree / MODELS
+    _drop_round3_inputs(models)
+    code, data = run_json("check", "--no-cache", models)
+    assert code == 1 and data["errors"] == []
+    assert {f["class"] for f in data["findings"] if f.get("fix")} >= set(WRAPPERS.values())
+    assert len({m["class"] for m in data["models"]}) > 150  # the rest of the tree is still there
+    done = run_cli("models", models)
+    assert done.returncode in (0, 1) and "Traceback" not in done.stderr
+    full = run_cli("check", "--format", "full", *(models / name for name in WRAPPERS))
+    assert "6 | class ZzCrForCausalLM(nn.Module):" in full.stdout and "Traceback" not in full.stderr
+    done = run_cli("fix", "--apply", *(models / name for name in WRAPPERS))
+    assert done.returncode == 0, done.stderr
+    assert b"\n" not in (models / "cr_only_wrapper.py").read_bytes()
+    assert b"\x0c    def forward" in (models / "formfeed_wrapper.py").read_bytes()
+    for name in WRAPPERS:
+        assert b"def set_eagle3_layers_to_capture" in (models / name).read_bytes()

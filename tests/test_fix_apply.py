@@ -185,6 +185,40 @@ def test_proof_rejects_anything_but_the_planned_insertion() -> None:
         prove_file("m.py", source, ast.parse(source), good + "Z = 3\n", [edit])
 
 
+def test_proof_refuses_any_byte_the_ast_cannot_see_changed() -> None:
+    """Whitespace and comments are invisible to the ``ast``: the proof compares the text outside
+    the insertions byte for byte, inside the edited class and between statements."""
+    source = "import os\n\n\nclass Wrapper:\n    x = 1\n\n\f    def forward(self):\n        return 1  # one\n\n\f\n# between\nY = 2\n"
+    edit = _members("forward")
+    good = apply_edits("m.py", source, ast.parse(source), [edit])
+    assert "\f    def forward" in good  # the insertion keeps the form feed (libcst alone drops it)
+    prove_file("m.py", source, ast.parse(source), good, [edit])
+    changes = {
+        "\f    def forward": "    def forward",  # in the edited class: the ast is the same
+        "return 1  # one": "return 1  # two",
+        "\f\n# between": "\n# between",  # between statements
+        "# between": "# elsewhere",
+        "import os\n\n\n": "import os\n\n",
+    }
+    for old, new in changes.items():
+        with pytest.raises(ProofError, match=r"would (drop or )?change"):
+            prove_file("m.py", source, ast.parse(source), good.replace(old, new), [edit])
+    with pytest.raises(ProofError, match=r"line 7 of the original \(a form feed in it\)"):
+        prove_file("m.py", source, ast.parse(source), good.replace("\f    def forward", "    def forward"), [edit])
+
+
+def test_form_feeds_are_kept_where_libcst_reprints_the_class() -> None:
+    source = "class Wrapper:\n\f    def forward(self, x):\n        y = x\n\f        return y\n"
+    edit = InsertStatements("m.py", ("Wrapper",), "forward", 4, "Return", BEFORE, "y = y + 1\n")
+    assert _apply(source, edit) == "class Wrapper:\n\f    def forward(self, x):\n        y = x\n        y = y + 1\n\f        return y\n"
+
+
+def test_a_file_with_cr_line_endings_is_edited_in_cr() -> None:
+    source = "class Wrapper:\r    def forward(self):\r        return 1\r\rY = 2\r"
+    new = _apply(source, _members("forward"))
+    assert new == "class Wrapper:\r    def forward(self):\r        return 1\r\r" + METHOD.replace("\n", "\r").replace("def", "    def").replace("\r    return", "\r        return") + "\rY = 2\r"
+
+
 def test_proof_compiles_the_edited_code() -> None:
     source = "class Wrapper:\n    x = 1\n"
     bad = InsertMembers("m.py", ("Wrapper",), None, "def f(self):\n    nonlocal q\n", "f")
@@ -194,8 +228,11 @@ def test_proof_compiles_the_edited_code() -> None:
 
 
 def test_style_problems() -> None:
-    assert style_problem("a\r\nb\r\n", "a\r\nb\nc\r\n") == "the new text mixes LF into a CRLF file"
-    assert style_problem("a\nb\n", "a\r\nb\n") == "the new text brings CRLF into an LF file"
+    assert style_problem("a\r\nb\r\n", "a\r\nb\nc\r\n") == "the new text brings LF line endings into a file with CRLF line endings"
+    assert style_problem("a\nb\n", "a\r\nb\n") == "the new text brings CRLF line endings into a file with LF line endings"
+    assert style_problem("a\rb\r", "a\rb\nc\r") == "the new text brings LF line endings into a file with CR line endings"
+    assert style_problem("a\rb\r", "a\rb\rc\r") is None
+    assert style_problem("a\r\nb\n", "a\r\nb\nc\n") is None  # a file that mixes them already
     assert style_problem("if x:\n\ty\n", "if x:\n\ty\n    z\n") == "the new text indents with a character the file does not use"
     assert style_problem("if x:\n    y\n", "if x:\n    y\n    z\n") is None
 

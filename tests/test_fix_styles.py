@@ -1,5 +1,6 @@
-"""A fixed file keeps its own style: CRLF line endings and tab indentation survive, and the
-inserted code is written in them (the result equals the LF/space golden file restyled)."""
+"""A fixed file keeps its own style: CRLF or CR line endings, tab indentation and form feeds
+survive, and the inserted code is written in them (the result equals the LF/space golden file
+restyled)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.fix_helpers import MODELS, copy_before, golden_after, to_crlf, to_tabs
+from tests.fix_helpers import (
+    MODELS,
+    copy_before,
+    golden_after,
+    to_cr,
+    to_crlf,
+    to_form_feeds,
+    to_tabs,
+)
 from tests.helpers import REPO, run_cli
 
-STYLES: dict[str, Callable[[str], str]] = {"crlf": to_crlf, "tabs": to_tabs, "tabs+crlf": lambda t: to_crlf(to_tabs(t))}
+STYLES: dict[str, Callable[[str], str]] = {
+    "crlf": to_crlf,
+    "tabs": to_tabs,
+    "tabs+crlf": lambda t: to_crlf(to_tabs(t)),
+    "cr": to_cr,
+    "form-feeds": to_form_feeds,
+    "form-feeds+tabs+cr": lambda t: to_cr(to_form_feeds(to_tabs(t))),
+}
 
 
 def _restyle_models(root: Path, style: Callable[[str], str]) -> None:

@@ -117,6 +117,12 @@ def test_summary_wording() -> None:
     nothing = summary_lines(FixTally(total=1, no_fix=1), files=0, applied=False)
     assert nothing == ["1 finding remains: 1 has no automatic fix."]
     assert summary_lines(FixTally(total=2, fixed=2), files=1, applied=True) == ["Fixed 2 of 2 findings in 1 file."]
+    unwritten = summary_lines(FixTally(total=5, fixed=1, failed=4), files=1, applied=True, unwritten=2)
+    assert unwritten == [
+        "Fixed 1 of 5 findings in 1 file.",
+        "2 files were not written (reasons above): their fixes are not applied.",
+        "4 findings remain: 4 could not be fixed (reasons above).",
+    ]
 
 
 def _link_or_copy(src: str, dst: str) -> None:

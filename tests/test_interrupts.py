@@ -189,6 +189,134 @@ def test_a_signal_during_fix_apply_leaves_no_temporary_file(tmp_path: Path, sign
     assert target.read_bytes() == before  # the file being written keeps its old text
 
 
+# ---- SIGTERM while fix's edit workers are busy ----------------------------------------------------
+
+BLOCKING_EDIT_WORKERS = """
+    import os, sys, time
+    import eagle3lint.fix.session as session
+    import eagle3lint.parallel as parallel
+
+    marks = sys.argv[1]
+    parent = os.getpid()
+    parallel.usable_cpus = lambda: 2  # a pool even on a one-core machine
+    parallel.MIN_PARALLEL_FIX_BYTES = 0  # and for these small files
+    real_edit = session._edit_files
+
+    def blocking_edit(jobs):
+        if os.getpid() != parent:  # in a worker: say so, then hang as a huge file would
+            open(os.path.join(marks, str(os.getpid())), "w").close()
+            time.sleep(600)
+        return real_edit(jobs)
+
+    session._edit_files = blocking_edit
+    from eagle3lint.cli import main
+    main(sys.argv[2:])
+"""
+
+
+@pytest.mark.parametrize("to_group", [False, True], ids=["process", "group"])
+def test_sigterm_while_fix_workers_edit_ends_cleanly(tmp_path: Path, to_group: bool) -> None:
+    """As the round-3 harness sends it (to the process) or a service manager does (to the group):
+    exit 143 with one line, no "Exception ignored ... Bad file descriptor" from the pool's
+    threads at exit, no traceback from a worker, nothing written, no worker left."""
+    root = copy_before("fix_wrapper", tmp_path / "tree")
+    first = root / MODELS / "vl_wrapper.py"
+    second = first.with_name("vl_wrapper2.py")
+    second.write_text(first.read_text().replace("VLForConditionalGeneration", "VL2ForConditionalGeneration"))
+    before = {p.name: p.read_bytes() for p in (root / MODELS).iterdir()}
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    driver = _driver(tmp_path, BLOCKING_EDIT_WORKERS)
+    child = _start(driver, marks, "fix", "--apply", "--no-cache", root / MODELS, cwd=root)
+    workers: list[int] = []
+    try:
+        wait_for(lambda: len(list(marks.iterdir())) >= 2 or child.poll() is not None, "two workers are editing")
+        assert child.poll() is None, child.communicate()
+        workers = [int(p.name) for p in marks.iterdir()]
+        (os.killpg if to_group else os.kill)(child.pid, signal.SIGTERM)
+        returncode, stderr = _finish(child)
+        wait_for(lambda: not any(alive(pid) for pid in workers), "every worker has exited")
+    finally:
+        for pid in [child.pid, *workers]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)
+        child.wait()
+    assert returncode == 143, stderr
+    assert stderr.strip().splitlines() == ["eagle3lint: terminated"], stderr
+    assert {p.name: p.read_bytes() for p in (root / MODELS).iterdir()} == before
+
+
+def test_a_terminated_pool_leaves_no_thread_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pool left by an interrupt is gone, manager thread included, when ``terminate`` returns.
+    Left running into the interpreter's exit, that thread closes its wake-up pipe while Python
+    3.11's exit hook writes to it: "Exception ignored ... OSError: [Errno 9] Bad file descriptor"
+    after SIGTERM during ``fix --apply``."""
+    import concurrent.futures.process as futures_process
+    import threading
+
+    from eagle3lint.parallel import WorkerPool
+
+    real_clean_up = futures_process._ExecutorManagerThread.join_executor_internals
+
+    def slow_clean_up(self: futures_process._ExecutorManagerThread) -> None:
+        time.sleep(1.0)  # as on a loaded machine: the thread is still at it when terminate returns
+        real_clean_up(self)
+
+    monkeypatch.setattr(futures_process._ExecutorManagerThread, "join_executor_internals", slow_clean_up)
+    pool = WorkerPool(workers=2)
+    with pytest.raises(KeyboardInterrupt), pool:
+        pool.submit(time.sleep, 600)
+        raise KeyboardInterrupt
+    assert [t for t in threading.enumerate() if isinstance(t, futures_process._ExecutorManagerThread)] == []
+
+
+HALF_SENT_RESULT = """
+    import os, struct, sys, threading, time
+    from multiprocessing.queues import SimpleQueue
+    from multiprocessing.reduction import ForkingPickler
+    from eagle3lint.parallel import WorkerPool
+
+    mark = sys.argv[1]
+    parent = os.getpid()
+    real_put = SimpleQueue.put
+
+    def half_put(self, item):
+        # A worker stopped half-way through sending its result, as SIGKILL can stop it.
+        if os.getpid() != parent and getattr(item, "result", None) == "half":
+            data = bytes(ForkingPickler.dumps(item))
+            os.write(self._writer.fileno(), struct.pack("!i", len(data)) + data[: len(data) // 2])
+            open(mark, "w").close()
+            time.sleep(600)
+        return real_put(self, item)
+
+    SimpleQueue.put = half_put
+
+    def half():
+        return "half"
+
+    pool = WorkerPool(workers=2)
+    try:
+        with pool:
+            pool.submit(half)
+            while not os.path.exists(mark):
+                time.sleep(0.05)
+            raise KeyboardInterrupt
+    except KeyboardInterrupt:
+        pass
+    print("threads left:", [t.name for t in threading.enumerate() if t is not threading.main_thread()], file=sys.stderr)
+"""
+
+
+def test_a_worker_killed_mid_result_does_not_hang_the_exit(tmp_path: Path) -> None:
+    """The pool's manager thread waits for the rest of a result a killed worker half sent, and
+    the interpreter's exit waits for that thread: SIGTERM during ``fix --apply`` could hang."""
+    driver = _driver(tmp_path, HALF_SENT_RESULT)
+    child = _start(driver, tmp_path / "half-sent", cwd=tmp_path)
+    returncode, stderr = _finish(child)
+    assert returncode == 0, stderr
+    assert stderr.strip().splitlines() == ["threads left: []"], stderr
+
+
 # ---- pool workers --------------------------------------------------------------------------
 
 BLOCKING_WORKERS = """

@@ -35,6 +35,14 @@ def test_scan_recognises_each_form() -> None:
     assert scan_suppressions("# eagle3lint: ignore-file\nx = 1\n").ignore_file_line == 1
 
 
+def test_comment_lines_are_numbered_as_the_ast_numbers_them() -> None:
+    """A form feed (or another separator ``str.splitlines`` knows) ends no line; a lone CR does."""
+    for text in ("x = 1\n\x0c\n\x1c\n# \x85 \u2028\nclass A:  # noqa: E3L001\n", "x = 1\r\r# c\r\rclass A:  # noqa: E3L001\r"):
+        (comment,) = scan_suppressions(text).comments
+        assert comment.line == 5
+    assert scan_suppressions("x = 1\r# eagle3lint: ignore-file\r").ignore_file_line == 2
+
+
 def test_noqa_on_the_class_line(tree: Path) -> None:
     models = tree / "sglang/srt/models"
     _edit(models / "missing.py", "class MissingForCausalLM(nn.Module):", "class MissingForCausalLM(nn.Module):  # noqa: E3L001")

@@ -14,7 +14,6 @@ import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from eagle3lint.fix.cst_lists import insert_elements
-from eagle3lint.fix.diff import split_lines
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -33,6 +32,7 @@ from eagle3lint.fix.edits import (
     new_import_text,
 )
 from eagle3lint.fix.locate import find_class, own_method
+from eagle3lint.lines import first_line_ending, line_ending, source_lines
 
 __all__ = ["ApplyError", "ParsedFile", "PieceCache", "apply_edits"]
 
@@ -44,20 +44,60 @@ class ParsedFile:
     text: str
     module: cst.Module
     line_offset: int = 0  # lines of the file before this piece
+    # Lines whose indentation holds a form feed, as libcst reads them (without it) and as written.
+    form_feeds: tuple[tuple[str, str], ...] = ()
     _positions: Mapping[cst.CSTNode, CodeRange] | None = field(default=None, repr=False)
 
     @classmethod
     def parse(cls, text: str, line_offset: int = 0) -> ParsedFile:
+        readable, form_feeds = _without_form_feeds(text)
         try:
-            return cls(text, cst.parse_module(text), line_offset)
+            module = cst.parse_module(readable)
         except (cst.ParserSyntaxError, RecursionError) as exc:
             raise ApplyError(f"libcst cannot parse the file: {exc}".splitlines()[0]) from exc
+        if readable.endswith("\r") and not module.has_trailing_newline:
+            # libcst looks for a final "\n" only: a piece with CR line endings would lose its last.
+            module = module.with_changes(has_trailing_newline=True)
+        return cls(text, module, line_offset, form_feeds)
+
+    def print(self, module: cst.Module) -> str:
+        """The code of ``module`` (this piece's, edited), with the form feeds libcst cannot hold
+        put back on their lines (a line an edit changed keeps none: the proof then refuses it)."""
+        code = module.code
+        if not self.form_feeds:
+            return code
+        lines = source_lines(code)
+        at = 0
+        for read, written in self.form_feeds:  # in order: each after the one before
+            for number in range(at, len(lines)):
+                if lines[number] == read:
+                    lines[number], at = written, number + 1
+                    break
+        return "".join(lines)
 
     def positions(self) -> Mapping[cst.CSTNode, CodeRange]:
         if self._positions is None:
             wrapper = MetadataWrapper(self.module, unsafe_skip_copy=True)
             self._positions = wrapper.resolve(PositionProvider)
         return self._positions
+
+
+def _without_form_feeds(text: str) -> tuple[str, tuple[tuple[str, str], ...]]:
+    """The text with each form feed in the indentation of a line of code left out, as libcst
+    would print it (it keeps none before a statement; blank and comment lines it keeps as they
+    are), and those lines both ways. The tokenizer sets the column back to 0 at a form feed:
+    what precedes one in the indentation goes with it."""
+    if "\f" not in text:
+        return text, ()
+    lines = source_lines(text)
+    changed: list[tuple[str, str]] = []
+    for number, line in enumerate(lines):
+        indent = line[: len(line) - len(line.lstrip(" \t\f"))]
+        code = line[len(indent) :].rstrip("\r\n")
+        if "\f" in indent and code and not code.startswith("#"):
+            lines[number] = indent.rsplit("\f", 1)[1] + line[len(indent) :]
+            changed.append((lines[number], line))
+    return "".join(lines), tuple(changed)
 
 
 # Parsed pieces by (path, first line, text), so several fixes of one file parse it once.
@@ -70,7 +110,7 @@ def apply_edits(path: str, text: str, tree: ast.Module, edits: Sequence[Edit], c
     Only the module-level statements that hold an edited class are parsed with libcst (a class
     is usually a small part of a model file); the rest of the text is kept byte for byte.
     """
-    lines = split_lines(text)
+    lines = source_lines(text)  # numbered as the ``ast`` numbers them (CR ends a line too)
     pieces: dict[int, tuple[ast.stmt, list[Edit]]] = {}
     for edit in edits:
         top = _import_anchor(tree, edit) if isinstance(edit, ImportName) else _top_level_statement(tree, edit.class_path)
@@ -120,12 +160,11 @@ def _import_anchor(tree: ast.Module, edit: ImportName) -> ast.stmt:
 
 def _new_import_lines(piece: str, lines: list[str], edits: list[ImportName]) -> str:
     """New import statements after a module-level statement, in the file's line ending."""
-    ending = re.search(r"\r?\n$", piece) or re.search(r"\r?\n", "".join(lines[:2]))
-    newline = ending.group(0) if ending else "\n"
+    newline = line_ending(piece) or first_line_ending("".join(lines[:2])) or "\n"
     by_module: dict[str, list[str]] = {}
     for edit in edits:
         by_module.setdefault(edit.module, []).append(edit.name)
-    text = "" if piece.endswith("\n") else newline
+    text = "" if line_ending(piece) else newline
     for module in sorted(by_module):
         text += new_import_text(module, by_module[module]) + newline
     return text
@@ -184,9 +223,9 @@ def _stand_in(lines: list[str], anchor: ast.stmt) -> str:
     only cost parsing and printing back)."""
     first = lines[_first_line(anchor) - 1]
     last = lines[(anchor.end_lineno or anchor.lineno) - 1]
-    indent = first[: len(first) - len(first.lstrip(" \t"))]
-    ending = last[len(last.rstrip("\r\n")) :]
-    return f"{indent}pass{ending}"
+    # A form feed in the indentation sets the column back to 0 (as the tokenizer counts).
+    indent = first[: len(first) - len(first.lstrip(" \t\f"))].rsplit("\f", 1)[-1]
+    return f"{indent}pass{line_ending(last)}"
 
 
 def _add_bases_by_header(lines: list[str], cls: ast.ClassDef, edits: list[AddBase]) -> str | None:
@@ -198,7 +237,7 @@ def _add_bases_by_header(lines: list[str], cls: ast.ClassDef, edits: list[AddBas
     if body_line <= cls.lineno:
         return None  # ``class A(B): x = 1``
     header = "".join(lines[first - 1 : body_line - 1])
-    newline = "\r\n" if header.endswith("\r\n") else "\n"
+    newline = line_ending(header) or "\n"
     stand_in = f"    pass{newline}"
     try:
         parsed = ParsedFile.parse(header + stand_in)
@@ -293,7 +332,7 @@ def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | No
             loop = _find_statement(parsed, fn, edit.line, "For")
             placement.loops[id(loop)] = edit
             placement.visit |= _path_ids(cls, loop, _statement_container) | {id(fn)}
-    return module.visit(_Inserter(placement)).code
+    return parsed.print(module.visit(_Inserter(placement)))
 
 
 def _find_import_from(module: cst.Module) -> cst.ImportFrom:

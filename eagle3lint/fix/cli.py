@@ -187,7 +187,7 @@ def fix(
                 base_note = f"; paths are relative to {', '.join(str(b) for b in sorted(bases))}"
         remaining = result.findings
     tally = tally_fixes(outcome, unsafe_fixes, unwritten)
-    for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note):
+    for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note, unwritten=len(unwritten)):
         click.echo(line, err=True)
     if not tally.total and (result.suppressed or result.baselined):
         # A clean tree stays silent (a second run prints nothing); a tree that is clean only

@@ -258,6 +258,9 @@ def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
         except (ValueError, RecursionError, MemoryError) as exc:  # libcst on input it cannot take
             out.append((source.path, None, f"cannot be edited: {type(exc).__name__}: {exc}", None))
             continue
+        except Exception as exc:  # a fixer bug on one file's input costs that file's fixes, not the run
+            out.append((source.path, None, f"cannot be edited: internal error (please report): {type(exc).__name__}: {exc}", None))
+            continue
         summary = summarize_text(request, new_text, new_tree)
         out.append((source.path, new_text, None, summary if isinstance(summary, ModuleSummary) else None))
     return out

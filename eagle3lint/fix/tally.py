@@ -104,9 +104,10 @@ def _count(number: int, singular: str, plural: str) -> str:
     return f"{number} {singular if number == 1 else plural}"
 
 
-def summary_lines(tally: FixTally, files: int, applied: bool, base_note: str = "") -> list[str]:
+def summary_lines(tally: FixTally, files: int, applied: bool, base_note: str = "", unwritten: int = 0) -> list[str]:
     """The stderr summary. ``files``: files changed (dry run) or written (--apply); ``base_note``:
-    where the diff's paths are relative to, when not the working directory."""
+    where the diff's paths are relative to, when not the working directory; ``unwritten``:
+    proven files --apply left as they were (read-only, changed meanwhile)."""
     lines = []
     if files:
         how = f": {tally.fixed} by their own fix, {tally.resolved} through those fixes" if tally.resolved else ""
@@ -118,6 +119,12 @@ def summary_lines(tally: FixTally, files: int, applied: bool, base_note: str = "
                 f"Would fix {tally.done} of {_count(tally.total, 'finding', 'findings')} in {files_text}{how} "
                 f"(dry run: --apply writes them{base_note})."
             )
+    if unwritten:
+        one = unwritten == 1
+        lines.append(
+            f"{_count(unwritten, 'file was', 'files were')} not written (reasons above): "
+            f"{'its' if one else 'their'} fixes are not applied."
+        )
     if tally.remaining:
         reasons = [
             (tally.failed, "could not be fixed (reasons above)", "could not be fixed (reasons above)"),

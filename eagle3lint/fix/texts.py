@@ -14,6 +14,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from eagle3lint.findings import FileError
+from eagle3lint.lines import source_lines
 from eagle3lint.sources import read_source
 
 
@@ -68,9 +69,7 @@ class SourceFile:
     def _parse_piece(self, in_class: bool, name: str, lineno: int, end_lineno: int) -> ast.stmt | None:
         """The one statement named ``name`` starting on ``lineno``; a method is parsed as the
         body of a stand-in class on the line before it."""
-        from eagle3lint.fix.diff import split_lines
-
-        lines = split_lines(self.text)[lineno - 1 : end_lineno]
+        lines = source_lines(self.text)[lineno - 1 : end_lineno]
         if not lines:
             return None
         if in_class:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
+from eagle3lint.lines import line_texts
 from eagle3lint.report.concise import summary_line, write_model_listing
 from eagle3lint.report.paths import line_path
 
@@ -13,6 +14,10 @@ if TYPE_CHECKING:
 
     from eagle3lint.findings import Finding
     from eagle3lint.result import CheckResult
+
+
+# Every control character but the tab, as ``\xNN``.
+_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127] if c != ord("\t")}
 
 
 class SourceLines:
@@ -24,14 +29,16 @@ class SourceLines:
     def line(self, path: str, number: int) -> str | None:
         if path not in self._files:
             try:
-                with open(path, encoding="utf-8", errors="replace") as handle:
-                    self._files[path] = handle.read().splitlines()
+                # Lines as the ``ast`` numbers them: a lone CR ends one, a form feed does not.
+                with open(path, encoding="utf-8", errors="replace", newline="") as handle:
+                    self._files[path] = line_texts(handle.read())
             except OSError:
                 self._files[path] = None
         lines = self._files[path]
         if lines is None or not 1 <= number <= len(lines):
             return None
-        return lines[number - 1].rstrip()
+        # A control character of the file (a form feed, an escape sequence) is shown escaped.
+        return lines[number - 1].rstrip().translate(_CONTROL)
 
 
 def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Path) -> None:
@@ -51,8 +58,8 @@ def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Pat
             out.write(f"      {line_path(site.path, fallback_root=root)}:{site.line}: {site.message}\n")
     if finding.fix is not None:
         out.write(f"  = fix ({finding.fix.applicability}): {finding.fix.description}\n")
-        for line in finding.fix.diff.splitlines():
-            out.write(f"      {line}\n")
+        for line in line_texts(finding.fix.diff):  # a form feed stays in its line, shown escaped
+            out.write(f"      {line.translate(_CONTROL)}\n")
     out.write(f"  = help: {finding.rule}; `eagle3lint explain {finding.code}`\n\n")
 
 

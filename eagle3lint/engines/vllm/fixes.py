@@ -21,7 +21,6 @@ from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.findings import Finding
 from eagle3lint.fix.bases import BaseProblem, base_edits
 from eagle3lint.fix.capture_patterns import CaptureDelegate, CaptureInit, method_node
-from eagle3lint.fix.diff import split_lines
 from eagle3lint.fix.edits import (
     BEFORE,
     BODY_END,
@@ -43,6 +42,7 @@ from eagle3lint.fix.planner import (
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.index import ClassRef
+from eagle3lint.lines import source_lines
 from eagle3lint.summary import ModuleSummary
 
 
@@ -152,7 +152,7 @@ class StaleRename(FixPattern):
             return f"`{cls.name}` already defines `{successor}`: merge the two by hand"
         if sum(1 for s in defined if _defines(s, former)) > 1:
             return f"`{cls.name}` defines `{former}` more than once"
-        lines = split_lines(view.source.text)
+        lines = source_lines(view.source.text)
         in_method = "".join(lines[method.lineno - 1 : method.end_lineno]).count(former)
         tree: ast.AST = method if view.source.text.count(former) == in_method else view.source.tree()
         inside = {id(n) for n in ast.walk(method)}
@@ -176,7 +176,7 @@ def _used_elsewhere(env: FixEnv, path: str, former: str) -> str | None:
         source = env.sources.get(module.path)
         if not isinstance(source, SourceFile) or former not in source.text:
             continue
-        lines = split_lines(source.text)
+        lines = source_lines(source.text)
         inside = sum(
             "".join(lines[fn.lineno - 1 : fn.end_lineno]).count(former)
             for cls in module.classes.values()
