@@ -241,7 +241,13 @@ class Fake:
             + (["--fake-state-file", self.args.fake_state_file] if self.args.fake_state_file else []),
             start_new_session=(kind == "session"),
             stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
         )
+        # A real engine's workers are up before it reports ready: wait for the child to have
+        # recorded itself (on a loaded machine its start-up can outlast a whole fake run).
+        assert child.stdout is not None
+        child.stdout.readline()
+        child.stdout.close()
         self.record("child", child=child.pid, kind=kind)
 
     def crash(self, mode: str) -> None:
@@ -412,6 +418,9 @@ def run_child() -> None:
     if state:
         with open(state, "a", encoding="utf-8") as handle:
             handle.write(json.dumps({"event": "child-running", "pid": os.getpid(), "pgid": os.getpgrp()}) + "\n")
+    sys.stdout.write("running\n")
+    sys.stdout.flush()
+    sys.stdout.close()
     while True:
         time.sleep(3600)
 
