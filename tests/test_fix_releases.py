@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.fix_helpers import apply_dry_run
-from tests.helpers import release_root, run_cli
+from tests.helpers import release_json, release_root, run_cli
 
 pytestmark = pytest.mark.release
 
@@ -80,3 +80,17 @@ def test_sglang_0_5_23_dry_run_diffs_apply_and_parse(tmp_path: Path) -> None:
 def test_sglang_0_5_9_unsafe_dry_run_diffs_apply_and_parse(tmp_path: Path) -> None:
     changed = apply_dry_run("sglang==0.5.9", "sglang/srt/models", tmp_path, "--unsafe-fixes")
     assert "sglang/srt/models/mixtral.py" in changed  # leaf capture on a real decoder loop
+
+
+def test_sglang_0_4_8_llama4_wrapper_gets_the_no_argument_delegation() -> None:
+    # 0.4.8.post1 calls the setter with no argument and its Llama setter takes none: the
+    # delegation follows (as the SGLang developers wrote it), not 0.5's `layer_ids=None`.
+    _, report = release_json("check", "--release", "sglang==0.4.8.post1", "sglang/srt/models/mllama4.py")
+    found = [f for f in report["findings"] if f["class"] == "Llama4ForConditionalGeneration" and f["code"] == "E3L004"]
+    assert len(found) == 1
+    fix = found[0]["fix"]
+    assert fix["applicability"] == "safe", fix
+    added = [line[1:].strip() for line in fix["diff"].splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert "def set_eagle3_layers_to_capture(self):" in added
+    assert "self.language_model.set_eagle3_layers_to_capture()" in added
+    assert not any("layer_ids" in line for line in added)

@@ -8,6 +8,7 @@ from collections.abc import Callable
 
 from eagle3lint.findings import Finding
 from eagle3lint.fix.capture_patterns import CAPTURE_FIX_PATTERNS
+from eagle3lint.fix.delegation import delegation_edits
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -33,7 +34,6 @@ from eagle3lint.fix.planner import (
     FixPattern,
     PlannedFix,
     class_path,
-    forwarded_call_problem,
     member_edits,
 )
 from eagle3lint.fix.templates import TemplateSet
@@ -80,16 +80,8 @@ class WrapperDelegation(FixPattern):
         members = [finding.method, *self._companions(env, model, inner, finding.method)]
         # A backbone chosen by config that lacks the member: the delegation raises a clear error.
         flags = frozenset({"guarded"}) if state.lacking else frozenset()
-
-        def render(member: str) -> str | None:
-            return template.render(member, {**variables, "member": member}, flags, fallback=True)
-
-        edits, problems = member_edits(env, model, members, render)
-        for edit in edits:
-            source = getattr(edit, "source", "")
-            problem = forwarded_call_problem(env, source, delegate, getattr(edit, "name", ""), inner)
-            if problem:
-                problems.append(problem)
+        having = [c for c in state.choices if c not in state.lacking] if state.lacking else [inner]
+        edits, problems = delegation_edits(env, model, members, delegate, having, template, variables, flags)
         if len(members) > 1:
             description += f", with {', '.join(f'`{m}`' for m in members[1:])}"
         if problems:
