@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 
+from eagle3lint.checks.context import CheckContext
 from eagle3lint.findings import Finding
 from eagle3lint.fix.capture_patterns import CAPTURE_FIX_PATTERNS
 from eagle3lint.fix.delegation import delegation_edits
@@ -197,32 +201,47 @@ class _NotCommonShape(Exception):
     """The model does not have the shape the leaf-capture template is written for."""
 
 
-def implementation_refusal(index: ProjectIndex, model: ModelClass, templates: dict[str, TemplateSet], source: Callable[[str], object]) -> str | None:
-    """Why neither half of "implement EAGLE-3" (the capture, the embedding getter) can fit a
-    model, or None when both may (the planner then decides, after parsing)."""
-    capture, embed = templates.get("leaf-capture"), templates.get("leaf-embed-head")
-    if capture is None or embed is None:
-        return "the SGLang templates are missing"
-    refusal = capture_refusal(index, model, capture, source)
-    if refusal is not None:
-        return refusal
-    decoder = embed.setting("decoder_attribute", "model")
-    inner = _single_class(index, model.ref, decoder)
-    head = embed.setting("head_attribute", "lm_head")
-    embedding = embed.setting("embedding_attribute", "embed_tokens")
-    head_lookup = index.lookup(model.ref, head)
-    if inner is None or head_lookup.status != "found" or head_lookup.kind != "instance_attr":
-        return f"`{model.summary.name}` has no `self.{head}` built in `__init__`"
-    embed_lookup = index.lookup(inner, embedding)
-    if embed_lookup.status != "found" or embed_lookup.kind != "instance_attr":
-        return f"`{inner.qualname}` has no `self.{embedding}` built in `__init__`"
-    return None
+def implementation_refusals(ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
+    """Why the fix planner implements EAGLE-3 in none of these E3L020 findings' models (by
+    ``id(finding)``): the planner's own plans, made here as ``fix`` makes them, so that the
+    check offers a fix exactly where ``fix --unsafe-fixes`` shows one."""
+    from eagle3lint.fix.planner import plan_fixes
+    from eagle3lint.fix.texts import SourceSet
+    from eagle3lint.result import CheckResult
+
+    result = CheckResult(
+        engine=ctx.index.engine, contract=ctx.contract, findings=[], errors=[], models=ctx.models, index=ctx.index
+    )
+    # Every file is in scope: whether the fix is written is for the PATHs `fix` is given.
+    env = FixEnv(result, SourceSet(), [Path(os.sep)])
+    refusals: dict[int, str] = {}
+    # Most models fail the capture's first test, from text alone (the planner's first step too:
+    # the capture is all or nothing, so the plan is display-only); only the others are planned.
+    capture = env.template("leaf-capture")
+    answered = set(capture.setting("members", [])) if capture is not None else set()
+    planned: list[Finding] = []
+    for finding in findings:
+        model = env.model_for(finding)
+        members = set(finding.data.get("members") or [finding.method])
+        why = capture_refusal(env.index, model, capture, env.sources.get) if model and capture and members & answered else None
+        if why is not None:
+            refusals[id(finding)] = why
+        else:
+            planned.append(finding)
+    plans = {id(plan.finding): plan for plan in plan_fixes(env, planned)}
+    for finding in planned:
+        plan = plans.get(id(finding))
+        if plan is None:
+            refusals[id(finding)] = "no fix pattern fits it"
+        elif plan.applicability == DISPLAY_ONLY:
+            refusals[id(finding)] = plan.note or plan.description
+    return refusals
 
 
 def capture_refusal(index: ProjectIndex, model: ModelClass, template: TemplateSet, source: Callable[[str], object]) -> str | None:
     """Why the leaf-capture template cannot fit ``model``, from the summaries and the decoder's
-    text alone (no parse), or None when it may. The planner starts with it; so does the check's
-    note on a model with no EAGLE-3 code, which says whether an unsafe fix can implement it."""
+    text alone (no parse), or None when it may. The planner starts with it (and so does
+    :func:`implementation_refusals`, before it plans the models this leaves)."""
     settings = template.setting
     decoder_attr = settings("decoder_attribute", "model")
     flag = settings("capture_flag", "capture_aux_hidden_states")
@@ -267,6 +286,8 @@ class LeafCapture(FixPattern):
         setter_edits, problems = member_edits(
             env, model, [finding.method], lambda m: template.render(m, setter_vars, flags)
         )
+        if env.index.lookup(model.ref, template.setting("capture_flag", "capture_aux_hidden_states")).status == "found":
+            return self._finish(finding, env, template, model, decoder, setter_edits, problems)
         try:
             body_edits, variables, notes = self._capture_edits(env, template, model)
         except _NotCommonShape as exc:
@@ -278,6 +299,52 @@ class LeafCapture(FixPattern):
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, "; ".join(problems))
         applicability = template.applicability if template.applicability != SAFE else UNSAFE
         return PlannedFix(finding, self.name, applicability, description, edits, "; ".join(notes))
+
+    def _finish(
+        self, finding: Finding, env: FixEnv, template: TemplateSet, model: ModelClass, decoder_attr: str,
+        setter_edits: list[Edit], problems: list[str],
+    ) -> PlannedFix:
+        """A model that has the capture already (its flag, the unpacking in its ``forward``, a
+        decoder that captures) and lacks only the setter, and perhaps the hand-off: those, and
+        nothing of the capture."""
+        from eagle3lint.checks.capture import capture_analysis
+        from eagle3lint.fix.capture_patterns import CaptureHandOff
+
+        setter = finding.method
+        flag = template.setting("capture_flag", "capture_aux_hidden_states")
+        capture_list = template.setting("capture_list", "layers_to_capture")
+        analysis = capture_analysis(env.ctx)
+        decoder = _single_class(env.index, model.ref, decoder_attr)
+        forward = analysis.method(model.ref, "forward")
+        reads = analysis.reads(decoder) if decoder is not None else None
+        missing = ""
+        if decoder is None:
+            missing = f"the class of `self.{decoder_attr}` is not known statically: check that it captures `{capture_list}`"
+        elif reads is None or not reads.found or capture_list not in reads.attributes:
+            missing = f"`{decoder.qualname}.forward` does not read `{capture_list}`: write the capture in its decoder loop by hand"
+        elif forward is None or not forward.facts.aux_unpacks or flag not in forward.facts.reads:
+            missing = f"`{model.summary.name}.forward` does not unpack the aux hidden states when `{flag}` is set: write that by hand"
+        elif not forward.facts.logits_calls:
+            missing = f"`{model.summary.name}.forward` never calls the logits processor to hand the aux hidden states to"
+        if missing:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, f"add `{setter}`", tuple(setter_edits), missing)
+        assert decoder is not None and forward is not None
+        description = f"add `{setter}` (`{decoder.qualname}.forward` captures already and `{forward.owner.qualname}.forward` unpacks)"
+        edits = list(setter_edits)
+        notes = [f"the layer ids follow SGLang's convention (layer i + 1 receives layer i's output; 2, n/2, n-3 by default), which nothing proves for `{decoder.qualname}`"]
+        if not any(passed for _, passed in forward.facts.logits_calls):
+            aux, _ = forward.facts.aux_unpacks[0]
+            data = {"owner_ref": [forward.owner.module, forward.owner.qualname], "aux": aux, "calls": [line for line, _ in forward.facts.logits_calls]}
+            handoff = CaptureHandOff().plan(dataclasses.replace(finding, code="E3L102", method="forward", data=data), env)
+            if handoff is None or handoff.applicability == DISPLAY_ONLY:
+                why = handoff.note if handoff is not None else "the hand-off to the logits processor cannot be planned"
+                return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), why)
+            description += f"; {handoff.description}"
+            edits += handoff.edits
+            notes += [handoff.note] if handoff.note else []
+        if problems:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
+        return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), "; ".join(notes))
 
     # ---- the shape -------------------------------------------------------------------------
     def _capture_edits(self, env: FixEnv, template: TemplateSet, model: ModelClass) -> tuple[list[Edit], dict[str, str], list[str]]:
