@@ -47,3 +47,26 @@ def test_a_model_that_captures_already_gets_the_setter_and_the_hand_off_only(tmp
     applied = run_cli("fix", "--apply", "--unsafe-fixes", path)
     assert applied.returncode == 0, applied.stderr
     assert _findings(path) == []
+
+
+def test_a_post_norm_decoder_captures_hidden_states_alone(tmp_path: Path) -> None:
+    path = _dropped("fix_leaf_capture", "postnorm_leaf.py", tmp_path)
+    findings = {f["class"]: f for f in _findings(path)}
+    post = findings["PostNormForCausalLM"]
+    assert post["fix"]["applicability"] == "unsafe"
+    assert "capture `hidden_states` in `PostNormModel.forward`" in post["fix"]["description"]
+    added = _added(post["fix"]["diff"])
+    assert "aux_hidden_states.append(hidden_states)" in added
+    assert not any("hidden_states + residual" in line for line in added)
+    # The layer class chosen by the caller: what it hands on is not proven, so no fix.
+    chosen = findings["ChosenForCausalLM"]
+    assert chosen["fix"]["applicability"] == "display-only" and chosen["fix"]["diff"] == ""
+    assert "no automatic fix: what the layers of `ChosenModel` hand on is not proven" in chosen["message"]
+    assert "`layer_class`, chosen at run time" in chosen["message"]
+
+
+def test_a_pre_norm_decoder_still_captures_the_sum(tmp_path: Path) -> None:
+    root = copy_before("fix_leaf_capture", tmp_path)
+    (finding,) = _findings(root / MODELS / "capture_pp.py")
+    assert "capture `hidden_states + residual` in `PPModel.forward`" in finding["fix"]["description"]
+    assert "hidden_states + residual if residual is not None else hidden_states" in finding["fix"]["diff"]

@@ -17,7 +17,7 @@ NAMES = {
     "head": "h", "loop_var": "i", "hidden": "h", "residual": "r", "lm_hidden": "h", "decoder_class": "D",
     "setter": "set_eagle3_layers_to_capture", "path": "model.inner", "ids": "layer_ids", "attribute": "flag",
     "value": "False", "holder": "H", "call": "self.logits_processor", "keyword": "aux_hidden_states", "aux": "aux",
-    "start": "self.start_layer", "params": "self, layer_ids=None", "args": "layer_ids",
+    "start": "self.start_layer", "params": "self, layer_ids=None", "args": "layer_ids", "captured": "h + r",
 }
 
 

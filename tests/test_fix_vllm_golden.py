@@ -91,7 +91,7 @@ def test_holder_fixes_need_unsafe_fixes(tmp_path: Path) -> None:
     before = tree_bytes(root)
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1
-    assert "4 need --unsafe-fixes" in done.stderr
+    assert "5 need --unsafe-fixes" in done.stderr  # with the post-norm decoder's
     assert tree_bytes(root) == before
 
 
@@ -110,6 +110,12 @@ def test_fix_levels_and_reasons_in_the_json_report() -> None:
     assert odd["applicability"] == "display-only" and "no single loop over `self.layers`" in odd["description"]
     assert "+class NewImportForCausalLM(" not in fixes[("E3L013", "NewImportForCausalLM")]["diff"]
     assert "+    SupportsEagle3,\n" in fixes[("E3L013", "NewImportForCausalLM")]["diff"]
+    # What is collected follows the layers' residual handling: `hidden_states` alone after
+    # post-norm layers (the residual is in it), the sum after pre-norm ones.
+    post = fixes[("E3L010", "PostNormForCausalLM")]
+    assert post["applicability"] == "unsafe" and "it captures `hidden_states`)" in post["description"]
+    assert "_maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, None)" in post["diff"]
+    assert "it captures `hidden_states + residual`" in fixes[("E3L010", "IsliceForCausalLM")]["description"]
 
 
 def test_golden_after_files_are_valid_python() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.fix_helpers import apply_dry_run
-from tests.helpers import release_root
+from tests.helpers import release_json, release_root
 
 pytestmark = pytest.mark.release
 
@@ -29,7 +29,24 @@ def test_vllm_0_33_0_unsafe_dry_run_fixes_the_holders(tmp_path: Path) -> None:
         assert f"{MODELS}/{name}" in changed  # mixin and collect in real decoder loops
     text = (tmp_path / "patch" / MODELS / "exaone4.py").read_text()
     assert "class Exaone4Model(nn.Module, EagleModelMixin):" in text
-    assert "self._maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, residual)" in text
+    # EXAONE 4's layers are post-norm (they ignore the residual handed in and return the sum):
+    # the state between layers is `hidden_states` alone; `+ residual` would double it.
+    assert "self._maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, None)" in text
+    assert "_maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, residual)" not in text
+    # Command-R's parallel layers (Cohere Compass) too; MiMo's Qwen2 layers are pre-norm, as Llama's.
+    assert "hidden_states, None)" in (tmp_path / "patch" / MODELS / "cohere_compass.py").read_text()
+    mimo = (tmp_path / "patch" / MODELS / "mimo.py").read_text()
+    assert "self._maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, residual)" in mimo
+
+
+def test_vllm_0_33_0_exaone4_5_fix_captures_the_post_norm_output() -> None:
+    _, report = release_json("check", "--release", "vllm==0.33.0")
+    (finding,) = [f for f in report["findings"] if f["class"] == "Exaone4_5_ForConditionalGeneration" and f["code"] == "E3L010"]
+    fix = finding["fix"]
+    assert fix["applicability"] == "unsafe"
+    assert "it captures `hidden_states`)" in fix["description"]
+    added = [line for line in fix["diff"].splitlines() if line.startswith("+") and "_maybe_add_hidden_state" in line]
+    assert added and all(line.rstrip().endswith("hidden_states, None)") for line in added)
 
 
 def test_vllm_0_18_0_unsafe_dry_run_adds_the_mixin_to_a_collecting_decoder(tmp_path: Path) -> None:

@@ -40,6 +40,8 @@ from eagle3lint.fix.planner import (
     class_path,
     member_edits,
 )
+from eagle3lint.fix.residual import POST_NORM, residual_handling
+from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.index import ClassRef, External, ProjectIndex
@@ -373,8 +375,17 @@ class LeafCapture(FixPattern):
         dec_path = (decoder_module.path, class_path(decoder))
         captures_already = _reads_self_attr(dec_forward, capture_list)
         hidden, residual = "hidden_states", "residual"
+        captured = f"{hidden} + {residual}"
+        post_norm = False
         if not captures_already:
-            loop, loop_var, hidden, residual = self._decoder_loop(dec_forward, settings("loop_range", []), decoder)
+            loop, loop_var, hidden, residual, call = self._decoder_loop(dec_forward, settings("loop_range", []), decoder)
+            # What the next layer receives, proven from the layer's own forward: pre-norm layers
+            # hand on `hidden + residual`, post-norm ones `hidden` alone (the residual is in it).
+            handling = residual_handling(env, decoder, call, residual, settings("layers_attribute", "layers"))
+            if handling.kind == RESIDUAL_UNKNOWN:
+                raise _NotCommonShape(f"what the layers of `{decoder.qualname}` hand on is not proven ({handling.reason})")
+            post_norm = handling.kind == POST_NORM
+            captured = handling.captured(hidden, residual)
             if _uses_name(dec_forward, aux):
                 raise _NotCommonShape(f"`{decoder.qualname}.forward` already uses the name `{aux}`")
             last = dec_forward.body[-1]
@@ -385,7 +396,7 @@ class LeafCapture(FixPattern):
                 edits.append(InsertStatements(*dec_path, "__init__", 0, "FunctionDef", BODY_END, _render(template, "decoder_init", loop_vars)))
             edits += [
                 InsertStatements(*dec_path, "forward", loop.lineno, "For", BEFORE, _render(template, "loop_init", loop_vars)),
-                InsertStatements(*dec_path, "forward", loop.lineno, "For", BODY_START, _render(template, "loop_capture", loop_vars)),
+                InsertStatements(*dec_path, "forward", loop.lineno, "For", BODY_START, _render(template, "loop_capture", loop_vars, post_norm)),
                 InsertStatements(*dec_path, "forward", last.lineno, "Return", BEFORE, _render(template, "decoder_return", loop_vars)),
             ]
 
@@ -415,6 +426,7 @@ class LeafCapture(FixPattern):
             "decoder_class": decoder.qualname,
             "hidden": hidden,
             "residual": residual,
+            "captured": captured,
             "member": "set_eagle3_layers_to_capture",
         }
         return edits, variables, notes
@@ -448,7 +460,7 @@ class LeafCapture(FixPattern):
         return cls
 
     @staticmethod
-    def _decoder_loop(forward: ast.FunctionDef | ast.AsyncFunctionDef, loop_range: list[str], decoder: ClassRef) -> tuple[ast.For, str, str, str]:
+    def _decoder_loop(forward: ast.FunctionDef | ast.AsyncFunctionDef, loop_range: list[str], decoder: ClassRef) -> tuple[ast.For, str, str, str, ast.Call]:
         loops = [
             (s, siblings)
             for s, siblings in statements(forward.body)
@@ -475,7 +487,9 @@ class LeafCapture(FixPattern):
         if len(layer_calls) != 1 or not alone_on_its_line(loop, siblings):
             raise _NotCommonShape(f"the loop in `{decoder.qualname}.forward` has no single `hidden_states, residual = layer(...)`")
         names = layer_calls[0].targets[0].elts  # type: ignore[attr-defined]
-        return loop, loop.target.id, names[0].id, names[1].id
+        call = layer_calls[0].value
+        assert isinstance(call, ast.Call)
+        return loop, loop.target.id, names[0].id, names[1].id, call
 
     @staticmethod
     def _decoder_call(forward: ast.FunctionDef | ast.AsyncFunctionDef, callee: str, model: ModelClass) -> tuple[ast.Assign, str]:
@@ -520,8 +534,8 @@ class LeafCapture(FixPattern):
         return keyword in params.positional or keyword in params.keyword_only or params.has_varkw
 
 
-def _render(template: TemplateSet, name: str, variables: dict[str, str]) -> str:
-    source = template.render(name, variables)
+def _render(template: TemplateSet, name: str, variables: dict[str, str], post_norm: bool = False) -> str:
+    source = template.render(name, variables, frozenset({"post_norm"}) if post_norm else frozenset())
     if source is None:
         raise _NotCommonShape(f"{template.path.name} has no snippet {name!r}")
     return source

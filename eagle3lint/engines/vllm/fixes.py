@@ -40,6 +40,8 @@ from eagle3lint.fix.planner import (
     PlannedFix,
     class_path,
 )
+from eagle3lint.fix.residual import PRE_NORM, residual_handling
+from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.index import ClassRef
@@ -278,16 +280,19 @@ class HolderCollect(FixPattern):
                 edits += _declare_base(env, target, mixin)
         except BaseProblem as exc:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        note = ""
         if verdict == COLLECTS_NO:
             try:
-                edits += self._collect_edits(env, template, target, collect)
+                collect_edits, note = self._collect_edits(env, template, target, collect)
             except (NotCommonShape, BaseProblem) as exc:
                 note = f"{exc}: write the `{collect}` calls in the decoder loop by hand"
                 return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), note)
-        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+            edits += collect_edits
+        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits), note)
 
     @staticmethod
-    def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> list[Edit]:
+    def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> tuple[list[Edit], str]:
+        """The collect calls in ``ref``'s decoder loop, and what they capture (said in words)."""
         view = _ModuleView.of(env, ref)
         forward = own_method(view.class_def(env, ref), "forward")
         if forward is None:
@@ -309,9 +314,18 @@ class HolderCollect(FixPattern):
             edits.append(EnumerateLoop(*path, "forward", shape.loop.lineno, index, shape.start))
         # A rank-local index gets the slice's start: the requested layer ids are global.
         global_index = f"{shape.index_offset} + {index}" if shape.index_offset else index
+        # What the next layer receives: `hidden + residual` for pre-norm layers, `hidden` alone
+        # for post-norm ones (the collector adds any residual it is given).
+        residual, captured = shape.residual, shape.hidden
+        if residual != "None":
+            handling = residual_handling(env, ref, shape.call, residual, template.setting("layers_attribute", "layers"))
+            if handling.kind == RESIDUAL_UNKNOWN:
+                raise NotCommonShape(f"what the layers of `{ref.qualname}` hand on is not proven ({handling.reason})")
+            captured = handling.captured(shape.hidden, residual)
+            residual = residual if handling.kind == PRE_NORM else "None"
         variables = {
             "aux": aux, "collect": collect, "index": global_index, "first_index": shape.first_index,
-            "hidden": shape.hidden, "residual": shape.residual,
+            "hidden": shape.hidden, "residual": residual,
         }
         flags = frozenset({"inputs_before_loop"}) if shape.inputs_before else frozenset()
 
@@ -327,7 +341,7 @@ class HolderCollect(FixPattern):
             InsertStatements(*path, "forward", line, "For", BODY_END, render("collect_layer")),
             InsertStatements(*path, "forward", shape.final_return.lineno, "Return", BEFORE, render("collect_return")),
         ]
-        return edits
+        return edits, f"it captures `{captured}`"
 
 
 class PipelineLoopStart(FixPattern):
