@@ -87,7 +87,9 @@ def test_an_engine_without_templates_has_none() -> None:
 
 def test_shipped_vllm_templates_render_valid_python() -> None:
     templates = load_templates("vllm")
-    assert set(templates) == {"stale-rename", "declare-protocol", "holder-collect", "pp-loop-start", "capture-delegate", "capture-init"}
+    assert set(templates) == {
+        "stale-rename", "declare-protocol", "declare-delegate", "holder-collect", "pp-loop-start", "capture-delegate", "capture-init",
+    }
     names = {**NAMES, "former": "a", "successor": "b", "class_name": "C", "protocol": "P", "changes": "x", "path": "model",
              "aux": "aux", "collect": "_collect", "index": "idx", "first_index": "0", "hidden": "h", "residual": "r"}
     for template in templates.values():
@@ -95,6 +97,7 @@ def test_shipped_vllm_templates_render_valid_python() -> None:
         for snippet in template.snippets:
             ast.parse(template.render(snippet.name, names, snippet.when) or "")
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L013")] == ["declare-protocol"]
+    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L004")] == ["declare-delegate"]
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L011")] == ["holder-collect"]
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L105")] == ["pp-loop-start"]
     assert patterns_for(adapter_for("vllm"), "E3L102") == []

@@ -267,7 +267,7 @@ class WrapperDelegationGap(Rule):
                 f"the engine calls {them} on the target model ({guard_phrase(sites)})"
             )
         elif state.lookup.status == "missing":
-            message = (
+            message = ctx.delegation_message(model, names, state, sites) or (
                 f"`{model.summary.name}` does not delegate {listed} to "
                 f"`self.{state.inner_attr}` ({inner}), which has {them}; the engine calls {them} on "
                 f"the target model ({guard_phrase(sites)})"
