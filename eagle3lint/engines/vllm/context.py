@@ -16,14 +16,12 @@ from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
 from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
+from eagle3lint.engines.vllm.remedy import describe_remedy, protocol_remedy
+from eagle3lint.engines.vllm.tristate import NO, UNKNOWN, YES
 from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass, classify, inner_models
 from eagle3lint.outcomes import REFUSED, STAGE_RUNNER, Effect, Requirement
-
-YES = "yes"
-NO = "no"
-UNKNOWN = "unknown"
 
 
 @dataclass
@@ -87,8 +85,6 @@ class VllmCheckContext(CheckContext):
         """A wrapper whose inner model has the protocol's members: the runner refuses it because
         ``supports_eagle3()`` is false, which no forwarding method changes; the message starts
         from the protocol and says what else the remedy needs, as proven."""
-        from eagle3lint.engines.vllm.remedy import describe_remedy, protocol_remedy
-
         proto = self.protocol
         if proto is None or not set(members) <= {m.name for m in proto.members}:
             return None

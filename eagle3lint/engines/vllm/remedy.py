@@ -11,11 +11,15 @@ reaches really collects (:mod:`eagle3lint.engines.vllm.holders`, ``collect``).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
-from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
 from eagle3lint.engines.vllm.holders import NO_INNER, RESOLVED, Holder
+from eagle3lint.engines.vllm.tristate import NO, YES
 from eagle3lint.index import ClassRef
+
+if TYPE_CHECKING:
+    from eagle3lint.engines.vllm.context import VllmCheckContext
 
 
 @dataclass
