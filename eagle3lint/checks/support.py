@@ -39,12 +39,17 @@ class Eagle3NotImplemented(Rule):
             self.lm_head = ParallelLMHead(...)
     ```
 
-    ## Fix safety
-    Unsafe, and only for the common shape: the setter, the capture in the decoder loop, the
-    hand-off to the logits processor and the embedding getter, all together (SGLang). Any other
-    shape gets no fix: a half implementation would turn a clear refusal into a crash. The
-    message offers the fix only where the fix planner makes it (`eagle3lint fix
-    --unsafe-fixes` shows it), and otherwise says why there is none.
+    ## Fix safety (SGLang)
+    Unsafe, and only for the common shape: the setter, the capture in the decoder loop (what
+    the next layer receives, proven from the decoder layer's `forward`: `hidden_states +
+    residual` after pre-norm layers, `hidden_states` alone after post-norm ones), the hand-off
+    to the logits processor and the embedding getter, all together. Any other shape gets no
+    fix: a half implementation would turn a clear refusal into a crash. The message offers the
+    fix only where the fix planner makes it (`eagle3lint fix --unsafe-fixes` shows it), and
+    otherwise says why there is none.
+
+    ## Fix safety (vLLM)
+    No fix implements EAGLE-3 on vLLM; the message says so.
     """
 
     code = "E3L020"
