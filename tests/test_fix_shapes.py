@@ -33,7 +33,8 @@ def _added(diff: str) -> list[str]:
 
 def test_a_model_that_captures_already_gets_the_setter_and_the_hand_off_only(tmp_path: Path) -> None:
     path = _dropped("fix_leaf_capture", "finish_leaf.py", tmp_path)
-    (finding,) = _findings(path)
+    findings = {f["class"]: f for f in _findings(path)}
+    finding = findings["FinishForCausalLM"]
     assert (finding["code"], finding["method"]) == ("E3L001", "set_eagle3_layers_to_capture")
     fix = finding["fix"]
     assert fix["applicability"] == "unsafe"
@@ -44,6 +45,10 @@ def test_a_model_that_captures_already_gets_the_setter_and_the_hand_off_only(tmp
     assert any(line.endswith("aux_hidden_states=aux_hidden_states)") for line in added)
     # Nothing of the capture itself: the decoder has it.
     assert not any("layers_to_capture = []" in line or "aux_hidden_states.append" in line for line in added)
+    # A decoder that captures after each layer: the ids as they are (no E3L104 afterwards).
+    after = _added(findings["AfterForCausalLM"]["fix"]["diff"])
+    assert "self.model.layers_to_capture = list(layer_ids)" in after
+    assert not any("val + 1" in line for line in after)
     applied = run_cli("fix", "--apply", "--unsafe-fixes", path)
     assert applied.returncode == 0, applied.stderr
     assert _findings(path) == []

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from eagle3lint.capture import Reads
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.findings import Finding
 from eagle3lint.fix.capture_patterns import CAPTURE_FIX_PATTERNS
@@ -289,7 +290,7 @@ class LeafCapture(FixPattern):
             env, model, [finding.method], lambda m: template.render(m, setter_vars, flags)
         )
         if env.index.lookup(model.ref, template.setting("capture_flag", "capture_aux_hidden_states")).status == "found":
-            return self._finish(finding, env, template, model, decoder, setter_edits, problems)
+            return self._finish(finding, env, template, model, decoder, flags)
         try:
             body_edits, variables, notes = self._capture_edits(env, template, model)
         except _NotCommonShape as exc:
@@ -303,8 +304,7 @@ class LeafCapture(FixPattern):
         return PlannedFix(finding, self.name, applicability, description, edits, "; ".join(notes))
 
     def _finish(
-        self, finding: Finding, env: FixEnv, template: TemplateSet, model: ModelClass, decoder_attr: str,
-        setter_edits: list[Edit], problems: list[str],
+        self, finding: Finding, env: FixEnv, template: TemplateSet, model: ModelClass, decoder_attr: str, flags: frozenset[str],
     ) -> PlannedFix:
         """A model that has the capture already (its flag, the unpacking in its ``forward``, a
         decoder that captures) and lacks only the setter, and perhaps the hand-off: those, and
@@ -328,12 +328,25 @@ class LeafCapture(FixPattern):
             missing = f"`{model.summary.name}.forward` does not unpack the aux hidden states when `{flag}` is set: write that by hand"
         elif not forward.facts.logits_calls:
             missing = f"`{model.summary.name}.forward` never calls the logits processor to hand the aux hidden states to"
+        # Where the decoder captures decides the setter's offset (as E3L104 judges it): the
+        # template's +1 is for a capture before each layer; after each layer, none.
+        position = self._capture_position(reads, env.pack.capture.ids if env.pack.capture else "output")
+        if position == "after":
+            flags |= {"captures_after"}
+
+        def render(member: str) -> str | None:
+            return template.render(member, {"decoder": decoder_attr}, flags)
+
+        setter_edits, problems = member_edits(env, model, [setter], render)
         if missing:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, f"add `{setter}`", tuple(setter_edits), missing)
         assert decoder is not None and forward is not None
         description = f"add `{setter}` (`{decoder.qualname}.forward` captures already and `{forward.owner.qualname}.forward` unpacks)"
         edits = list(setter_edits)
-        notes = [f"the layer ids follow SGLang's convention (layer i + 1 receives layer i's output; 2, n/2, n-3 by default), which nothing proves for `{decoder.qualname}`"]
+        if position is None:
+            notes = [f"the layer ids follow SGLang's convention (layer i + 1 receives layer i's output; 2, n/2, n-3 by default), which nothing proves for `{decoder.qualname}`"]
+        else:
+            notes = [f"the ids are shifted for a capture {position} each layer, as `{decoder.qualname}.forward` does; the default layers are SGLang's"]
         if not any(passed for _, passed in forward.facts.logits_calls):
             aux, _ = forward.facts.aux_unpacks[0]
             data = {"owner_ref": [forward.owner.module, forward.owner.qualname], "aux": aux, "calls": [line for line, _ in forward.facts.logits_calls]}
@@ -347,6 +360,16 @@ class LeafCapture(FixPattern):
         if problems:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
         return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), "; ".join(notes))
+
+    @staticmethod
+    def _capture_position(reads: Reads | None, ids: str) -> str | None:
+        """"before"/"after" each layer where the decoder's one capture loop captures by index
+        and the offset it needs is the template's (+1) or none; None when that is not known
+        (a capture inside the layer call, several loops)."""
+        loops = [loop for loop in reads.loops if loop.capture_position and loop.capture_uses] if reads is not None else []
+        if len(loops) != 1 or ids != "output" or loops[0].capture_offset:
+            return None
+        return loops[0].capture_position
 
     # ---- the shape -------------------------------------------------------------------------
     def _capture_edits(self, env: FixEnv, template: TemplateSet, model: ModelClass) -> tuple[list[Edit], dict[str, str], list[str]]:
