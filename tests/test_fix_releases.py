@@ -61,6 +61,9 @@ def test_kimi_k25_gets_the_three_delegation_methods(sglang_059_copy: Path) -> No
     for fn in added:
         assert isinstance(fn, ast.FunctionDef) and len(fn.body) == 1
         assert ast.unparse(fn.body[0]) == DELEGATED[fn.name]
+    # 0.5.9 calls the setter with the ids and with none, and DeepSeek's takes `layer_ids=None`.
+    setter = next(f for f in added if isinstance(f, ast.FunctionDef) and f.name == "set_eagle3_layers_to_capture")
+    assert ast.unparse(setter.args) == "self, layer_ids=None"
 
     check = run_cli("check", kimi)
     assert check.returncode == 0, check.stdout
