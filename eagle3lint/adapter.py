@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from eagle3lint.checks.context import CheckContext
     from eagle3lint.contract import CheckCall, Contract
     from eagle3lint.engine import Engine
-    from eagle3lint.findings import FileError
+    from eagle3lint.findings import FileError, Finding
     from eagle3lint.fix.planner import FixPattern
     from eagle3lint.index import ProjectIndex
     from eagle3lint.models import ModelClass, UnresolvedEntry
@@ -154,10 +154,10 @@ class EngineAdapter:
         """The engine's fix patterns, tried in order for each finding."""
         return ()
 
-    def implementation_refusals(self, ctx: CheckContext, models: list[ModelClass]) -> dict[int, str]:
-        """For models with no EAGLE-3 code: why no fix can implement EAGLE-3 in each (by
-        ``id(model)``), from summaries and text alone; a model left out may get an unsafe one."""
-        return {id(model): "no fix implements EAGLE-3 for this engine" for model in models}
+    def implementation_refusals(self, ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
+        """For the E3L020 findings of models with no EAGLE-3 code: why the fix planner has no
+        fix implementing EAGLE-3 in each (by ``id(finding)``); a finding left out gets one."""
+        return {id(finding): "no fix implements EAGLE-3 for this engine" for finding in findings}
 
     # ---- verify ----------------------------------------------------------------------------
     def server(self) -> ServerDriver:

@@ -421,14 +421,37 @@ def rules() -> None:
 
 @cli.command()
 @click.argument("code")
-def explain(code: str) -> None:
-    """Show one rule's documentation (by code or name)."""
+@click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Show that engine's part (default: the engine of --release, the configuration or the working directory; none: every engine's).")
+@click.option("--release", metavar="NAME==VERSION", help="Show the part of this release's engine (nothing is downloaded).")
+def explain(code: str, engine: str | None, release: str | None) -> None:
+    """Show one rule's documentation (by code or name), the engine's own part where it has one."""
     from eagle3lint.engines import rule_registry
 
     rule = rule_registry().by_code(code)
     if rule is None:
         raise UsageError(f"unknown rule {code!r} (see `eagle3lint rules`)")
-    click.echo(rule.documentation(), nl=False)
+    click.echo(rule.documentation(_explained_engine(engine, release)), nl=False)
+
+
+def _explained_engine(engine: str | None, release: str | None) -> str | None:
+    """Whose part ``explain`` shows: the one named, a release's, the configuration's, or the
+    engine the working directory is in (walking up) or holds (a checkout); else None (all)."""
+    from eagle3lint.config import load_settings
+    from eagle3lint.engine_finder import engine_name_at
+    from eagle3lint.releases import parse_release_spec
+
+    if release:
+        name, _ = parse_release_spec(release)
+        if engine and engine != name:
+            raise UsageError(f"--engine {engine} contradicts --release {release}")
+        return name
+    if engine:
+        return engine
+    try:
+        configured = load_settings().engine
+    except UsageError:
+        configured = None  # a broken configuration is `check`'s to report; the docs still show
+    return configured or engine_name_at(Path.cwd())
 
 
 def main(argv: list[str] | None = None) -> None:

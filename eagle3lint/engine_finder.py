@@ -53,6 +53,16 @@ def _find_downwards(start: Path, adapters: list[EngineAdapter]) -> tuple[EngineA
     return None
 
 
+def engine_name_at(folder: Path) -> str | None:
+    """The engine whose tree ``folder`` is in (walking up) or holds (a checkout), or None."""
+    adapters = [adapter_for(name) for name in ENGINE_NAMES]
+    try:
+        found = _find_upwards(folder.resolve(), adapters) or _find_downwards(folder, adapters)
+    except OSError:
+        return None
+    return found[0].name if found else None
+
+
 def installed_engine_root(adapters: list[EngineAdapter]) -> tuple[EngineAdapter, Path] | None:
     """The installed package, located on ``sys.path`` as files: nothing is imported."""
     for entry in sys.path:

@@ -526,6 +526,13 @@ class ProjectIndex:
         if target is None:
             return Unknown(f"{owner.qualname}.{name} is not a plain class name")
         return self.resolve(owner.module, target)
+    def resolve_in_init(self, owner: ClassRef, dotted_name: str, instance: ClassRef | None = None) -> Resolved:
+        """A name as ``owner.__init__`` sees it, for an instance of ``instance``: a constructor
+        parameter is what a subclass passes for it or its default (as for ``self.x = Name(...)``)."""
+        cls = self.class_summary(owner)
+        if cls is None:
+            return Unknown(f"cannot read {owner.qualname}")
+        return self._resolve_in_class(owner, cls, dotted_name, instance)
 
     def _resolve_in_class(self, owner: ClassRef, cls: ClassSummary, dotted_name: str, instance: ClassRef | None = None) -> Resolved:
         """A name used in ``owner.__init__``: its local imports first, then its module."""

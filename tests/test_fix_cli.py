@@ -122,6 +122,26 @@ def test_check_json_display_only_fix_for_an_uncommon_decoder(tmp_path: Path) -> 
     assert applied.returncode == 0 and path.read_text() == before
 
 
+def test_the_offer_to_implement_eagle3_is_the_planners_decision(tmp_path: Path) -> None:
+    # The common shape: the check offers the unsafe fix, and `fix --unsafe-fixes` has it.
+    root = copy_before("fix_leaf_capture", tmp_path)
+    path = root / MODELS / "capture_pp.py"
+    (finding,) = json.loads(run_cli("check", "--format", "json", path).stdout)["findings"]
+    assert finding["code"] == "E3L020" and finding["fix"]["applicability"] == "unsafe"
+    assert finding["message"].endswith("an unsafe fix implements it (`eagle3lint fix --unsafe-fixes` shows it)")
+    assert run_cli("fix", "--unsafe-fixes", path).stdout.startswith("--- ")
+    # A shape only the parsed decoder shows wrong (its text passes the first, textual test):
+    # no offer, the planner's reason instead, and `fix` writes nothing.
+    path.write_text(path.read_text().replace("        return hidden_states\n\n\nclass PPForCausalLM", "        return self.norm(hidden_states)\n\n\nclass PPForCausalLM"))
+    (finding,) = json.loads(run_cli("check", "--format", "json", path).stdout)["findings"]
+    assert finding["fix"]["applicability"] == "display-only"
+    assert "unsafe fix" not in finding["message"]
+    assert "no automatic fix: `PPModel.forward` does not end with `return hidden_states`" in finding["message"]
+    before = path.read_text()
+    applied = run_cli("fix", "--apply", "--unsafe-fixes", path)
+    assert applied.returncode == 0 and path.read_text() == before
+
+
 def _imports_libcst(*args: str) -> bool:
     probe = (
         "import atexit, sys\n"

@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.releases import fetch_package
 from tests.fix_helpers import apply_dry_run
-from tests.helpers import release_root, run_cli
+from tests.helpers import release_json, release_root, run_cli, run_json
 
 pytestmark = pytest.mark.release
 
@@ -60,6 +61,9 @@ def test_kimi_k25_gets_the_three_delegation_methods(sglang_059_copy: Path) -> No
     for fn in added:
         assert isinstance(fn, ast.FunctionDef) and len(fn.body) == 1
         assert ast.unparse(fn.body[0]) == DELEGATED[fn.name]
+    # 0.5.9 calls the setter with the ids and with none, and DeepSeek's takes `layer_ids=None`.
+    setter = next(f for f in added if isinstance(f, ast.FunctionDef) and f.name == "set_eagle3_layers_to_capture")
+    assert ast.unparse(setter.args) == "self, layer_ids=None"
 
     check = run_cli("check", kimi)
     assert check.returncode == 0, check.stdout
@@ -80,3 +84,46 @@ def test_sglang_0_5_23_dry_run_diffs_apply_and_parse(tmp_path: Path) -> None:
 def test_sglang_0_5_9_unsafe_dry_run_diffs_apply_and_parse(tmp_path: Path) -> None:
     changed = apply_dry_run("sglang==0.5.9", "sglang/srt/models", tmp_path, "--unsafe-fixes")
     assert "sglang/srt/models/mixtral.py" in changed  # leaf capture on a real decoder loop
+
+
+def test_sglang_0_4_8_llama4_wrapper_gets_the_no_argument_delegation() -> None:
+    # 0.4.8.post1 calls the setter with no argument and its Llama setter takes none: the
+    # delegation follows (as the SGLang developers wrote it), not 0.5's `layer_ids=None`.
+    _, report = release_json("check", "--release", "sglang==0.4.8.post1", "sglang/srt/models/mllama4.py")
+    found = [f for f in report["findings"] if f["class"] == "Llama4ForConditionalGeneration" and f["code"] == "E3L004"]
+    assert len(found) == 1
+    fix = found[0]["fix"]
+    assert fix["applicability"] == "safe", fix
+    added = [line[1:].strip() for line in fix["diff"].splitlines() if line.startswith("+") and not line.startswith("+++")]
+    assert "def set_eagle3_layers_to_capture(self):" in added
+    assert "self.language_model.set_eagle3_layers_to_capture()" in added
+    assert not any("layer_ids" in line for line in added)
+
+
+def test_sglang_kt_glm5_next_is_offered_no_fix_that_fix_does_not_make() -> None:
+    # A fork (sglang-kt 0.7.2): its decoder's text passes the capture's first test, its parsed
+    # loop does not. The check says why there is no fix; `fix --unsafe-fixes` has none either.
+    root = fetch_package("sglang-kt==0.7.2") / "sglang"
+    model = root / "srt" / "models" / "glm5_next.py"
+    _, report = run_json("check", model, "--engine-root", root)
+    (finding,) = [f for f in report["findings"] if f["class"] == "Glm5NextForConditionalGeneration"]
+    assert finding["code"] == "E3L020"
+    assert "unsafe fix" not in finding["message"]
+    assert "no automatic fix: the loop in `Glm5NextModel.forward`" in finding["message"]
+    assert finding["fix"]["applicability"] == "display-only"
+    shown = run_cli("fix", "--unsafe-fixes", model, "--engine-root", root)
+    assert shown.stdout == ""
+
+
+def test_sglang_0_5_23_glm_wrappers_that_capture_get_the_setter_not_a_capture_by_hand() -> None:
+    # Their decoders capture (`layers_to_capture`), their forward unpacks: only the setter and
+    # the hand-off to the logits processor are missing, and that is what the fix says and adds.
+    _, report = release_json("check", "--release", "sglang==0.5.23")
+    found = {f["class"]: f for f in report["findings"] if f["code"] == "E3L001" and f["method"] == "set_eagle3_layers_to_capture"}
+    for name in ("GlmOcrForConditionalGeneration", "Glm4vMoeForConditionalGeneration", "Glm4vForConditionalGeneration"):
+        fix = found[name]["fix"]
+        assert "by hand" not in fix["description"], fix
+        assert fix["applicability"] == "unsafe"
+        assert "captures already" in fix["description"]
+        assert "+    def set_eagle3_layers_to_capture(self, layer_ids=None):" in fix["diff"]
+    assert "aux_hidden_states=aux_hidden_states" in found["Glm4vForConditionalGeneration"]["fix"]["diff"]

@@ -80,10 +80,10 @@ def test_the_summary_adds_up_and_remaining_is_what_check_reports_after(name: str
 def test_reasons_are_told_apart_on_a_fixture() -> None:
     done = run_cli("fix", "--no-cache", FIXTURES / "fix_vllm_collect" / "before")
     # One finding per cause (a decoder without the mixin does not collect either: one finding).
-    assert "6 findings remain: 4 need --unsafe-fixes, 1 has only a suggestion to apply by hand" in done.stderr
+    assert "7 findings remain: 5 need --unsafe-fixes, 1 has only a suggestion to apply by hand" in done.stderr
     assert done.stderr.rstrip().endswith("1 has no automatic fix.")
     declare = run_cli("fix", "--no-cache", FIXTURES / "fix_vllm_declare" / "before")
-    assert "Would fix 3 of 5 findings in 3 files (dry run" in declare.stderr
+    assert "Would fix 4 of 6 findings in 4 files (dry run" in declare.stderr
     assert "2 findings would remain: 1 needs --unsafe-fixes, 1 has no automatic fix." in declare.stderr
 
 

@@ -17,7 +17,7 @@ NAMES = {
     "head": "h", "loop_var": "i", "hidden": "h", "residual": "r", "lm_hidden": "h", "decoder_class": "D",
     "setter": "set_eagle3_layers_to_capture", "path": "model.inner", "ids": "layer_ids", "attribute": "flag",
     "value": "False", "holder": "H", "call": "self.logits_processor", "keyword": "aux_hidden_states", "aux": "aux",
-    "start": "self.start_layer",
+    "start": "self.start_layer", "params": "self, layer_ids=None", "args": "layer_ids", "captured": "h + r",
 }
 
 
@@ -58,9 +58,14 @@ def test_snippet_selection_by_flags_and_fallback() -> None:
     assert with_torch is not None and "torch.cuda.synchronize()" in with_torch
     assert without is not None and "torch" not in without
     wrapper = load_templates("sglang")["wrapper-delegation"]
-    generic = wrapper.render("get_hot_token_id", {"member": "get_hot_token_id", "delegate": "lm"}, fallback=True)
+    through = {"member": "get_hot_token_id", "delegate": "lm", "params": "self, *args, **kwargs", "args": "*args, **kwargs"}
+    generic = wrapper.render("get_hot_token_id", through, fallback=True)
     assert generic == "def get_hot_token_id(self, *args, **kwargs):\n    return self.lm.get_hot_token_id(*args, **kwargs)\n"
-    assert wrapper.render("get_hot_token_id", {"member": "x", "delegate": "lm"}) is None
+    assert wrapper.render("get_hot_token_id", {**through, "member": "x"}) is None
+    # The parameters and the call come from the planner (the release's call sites, the inner
+    # member's own signature): SGLang 0.4.x calls the setter with no argument.
+    bare = wrapper.render("set_eagle3_layers_to_capture", {"delegate": "lm", "params": "self", "args": ""})
+    assert bare == "def set_eagle3_layers_to_capture(self):\n    self.lm.set_eagle3_layers_to_capture()\n"
 
 
 def test_bad_templates_are_clear_errors(tmp_path: Path) -> None:
@@ -82,7 +87,9 @@ def test_an_engine_without_templates_has_none() -> None:
 
 def test_shipped_vllm_templates_render_valid_python() -> None:
     templates = load_templates("vllm")
-    assert set(templates) == {"stale-rename", "declare-protocol", "holder-collect", "pp-loop-start", "capture-delegate", "capture-init"}
+    assert set(templates) == {
+        "stale-rename", "declare-protocol", "declare-delegate", "holder-collect", "pp-loop-start", "capture-delegate", "capture-init",
+    }
     names = {**NAMES, "former": "a", "successor": "b", "class_name": "C", "protocol": "P", "changes": "x", "path": "model",
              "aux": "aux", "collect": "_collect", "index": "idx", "first_index": "0", "hidden": "h", "residual": "r"}
     for template in templates.values():
@@ -90,6 +97,7 @@ def test_shipped_vllm_templates_render_valid_python() -> None:
         for snippet in template.snippets:
             ast.parse(template.render(snippet.name, names, snippet.when) or "")
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L013")] == ["declare-protocol"]
+    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L004")] == ["declare-delegate"]
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L011")] == ["holder-collect"]
     assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L105")] == ["pp-loop-start"]
     assert patterns_for(adapter_for("vllm"), "E3L102") == []

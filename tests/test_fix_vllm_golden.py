@@ -78,7 +78,7 @@ def test_safe_fixes_alone_leave_the_unsafe_protocol_declaration(tmp_path: Path) 
     root = copy_before("fix_vllm_declare", tmp_path)
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1
-    assert "Fixed 3 of 5 findings in 3 files." in done.stderr
+    assert "Fixed 4 of 6 findings in 4 files." in done.stderr  # the wrapper's declare-and-forward is safe
     assert "2 findings remain: 1 needs --unsafe-fixes, 1 has no automatic fix." in done.stderr
     now, after = tree_bytes(root), tree_bytes(golden_after("fix_vllm_declare"))
     assert differing(now, after) == ["vllm/model_executor/models/methods_only.py"]
@@ -91,7 +91,7 @@ def test_holder_fixes_need_unsafe_fixes(tmp_path: Path) -> None:
     before = tree_bytes(root)
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1
-    assert "4 need --unsafe-fixes" in done.stderr
+    assert "5 need --unsafe-fixes" in done.stderr  # with the post-norm decoder's
     assert tree_bytes(root) == before
 
 
@@ -110,6 +110,31 @@ def test_fix_levels_and_reasons_in_the_json_report() -> None:
     assert odd["applicability"] == "display-only" and "no single loop over `self.layers`" in odd["description"]
     assert "+class NewImportForCausalLM(" not in fixes[("E3L013", "NewImportForCausalLM")]["diff"]
     assert "+    SupportsEagle3,\n" in fixes[("E3L013", "NewImportForCausalLM")]["diff"]
+    # What is collected follows the layers' residual handling: `hidden_states` alone after
+    # post-norm layers (the residual is in it), the sum after pre-norm ones.
+    post = fixes[("E3L010", "PostNormForCausalLM")]
+    assert post["applicability"] == "unsafe" and "it captures `hidden_states`)" in post["description"]
+    assert "_maybe_add_hidden_state(aux_hidden_states, idx + 1, hidden_states, None)" in post["diff"]
+    assert "it captures `hidden_states + residual`" in fixes[("E3L010", "IsliceForCausalLM")]["description"]
+    # A wrapper whose inner model has the members is refused for the protocol, not the methods:
+    # declared, and the setter forwarded to the inner model's own (the default stops at a
+    # decoder without the mixin); proven, so safe.
+    wrapper = fixes[("E3L004", "DeepVLForConditionalGeneration")]
+    assert wrapper["applicability"] == "safe"
+    assert "+class DeepVLForConditionalGeneration(nn.Module, SupportsPP, SupportsEagle3):" in wrapper["diff"]
+    assert "+        self.language_model.set_aux_hidden_state_layers(layers)" in wrapper["diff"]
+    assert "get_eagle3_default_aux_hidden_state_layers(self" not in wrapper["diff"]  # the default serves
+
+
+def test_a_vllm_wrapper_delegation_gap_starts_from_the_protocol() -> None:
+    _, report = run_json("check", FIXTURES / "fix_vllm_declare" / "before" / MODELS / "vl_wrapper.py")
+    (finding,) = report["findings"]
+    message = finding["message"]
+    assert finding["code"] == "E3L004"
+    assert message.startswith("`DeepVLForConditionalGeneration` does not declare SupportsEagle3, so `supports_eagle3()` is false")
+    assert "forwarding them alone never makes `supports_eagle3()` true" in message
+    assert "would reach `self.language_model.model` (`DeepModel`), which does not inherit EagleModelMixin" in message
+    assert message.endswith("declare SupportsEagle3 and forward `set_aux_hidden_state_layers` to `self.language_model`")
 
 
 def test_golden_after_files_are_valid_python() -> None:

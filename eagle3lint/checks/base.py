@@ -48,19 +48,56 @@ class Rule:
         return doc.split("\n\n")[0].replace("\n", " ").strip()
 
     @classmethod
-    def doc_sections(cls) -> dict[str, str]:
+    def doc_parts(cls) -> list[tuple[str, str | None, str]]:
+        """The docstring's sections in order: (title, engine or None, body). A section titled
+        ``## Example (vLLM)`` is the vLLM part of "Example" (engine ``vllm``)."""
         text = _dedent(cls.__doc__ or "")
-        sections: dict[str, str] = {}
+        parts = []
         for match in re.finditer(r"^## (.+?)\n(.*?)(?=^## |\Z)", text, re.S | re.M):
-            sections[match.group(1).strip()] = match.group(2).strip()
-        return sections
+            title, engine = _engine_part(match.group(1).strip())
+            parts.append((title, engine, match.group(2).strip()))
+        return parts
 
     @classmethod
-    def documentation(cls) -> str:
+    def documented_engines(cls) -> set[str]:
+        """The engines the docstring has parts of its own for (lower case)."""
+        return {engine for _, engine, _ in cls.doc_parts() if engine is not None}
+
+    @classmethod
+    def doc_sections(cls, engine: str | None = None) -> dict[str, str]:
+        """Each section's text: the part every engine shares and, for ``engine``, its own part
+        (with no engine, every engine's part, each under its name)."""
+        sections: dict[str, list[str]] = {}
+        for title, part_engine, body in cls.doc_parts():
+            if part_engine is not None and engine is not None and part_engine != engine.lower():
+                continue
+            labelled = body if part_engine is None or engine is not None else f"{_ENGINE_LABELS.get(part_engine, part_engine)}:\n{body}"
+            sections.setdefault(title, []).append(labelled)
+        return {title: "\n\n".join(bodies) for title, bodies in sections.items()}
+
+    @classmethod
+    def documentation(cls, engine: str | None = None) -> str:
+        """``eagle3lint explain``'s text: every section, an engine's parts only for ``engine``
+        (every engine's, each headed with its name, when None)."""
         lines = [f"{cls.code} ({cls.name})", "", f"Severity: {cls.severity}. Fix: {cls.fix_safety}.", ""]
-        for title, body in cls.doc_sections().items():
-            lines.extend([f"## {title}", body, ""])
+        for title, part_engine, body in cls.doc_parts():
+            if part_engine is not None and engine is not None and part_engine != engine.lower():
+                continue
+            heading = title if part_engine is None else f"{title} ({_ENGINE_LABELS.get(part_engine, part_engine)})"
+            lines.extend([f"## {heading}", body, ""])
         return "\n".join(lines).rstrip() + "\n"
+
+
+# How an engine is written in a section title; the part's engine is the name in lower case.
+_ENGINE_LABELS = {"sglang": "SGLang", "vllm": "vLLM"}
+
+
+def _engine_part(title: str) -> tuple[str, str | None]:
+    """``Example (vLLM)`` -> ("Example", "vllm"); titles of no engine are kept whole."""
+    match = re.fullmatch(r"(.+?) \(([A-Za-z][A-Za-z0-9_.-]*)\)", title)
+    if match is None or match.group(1) not in (*DOC_SECTIONS, "References"):
+        return title, None
+    return match.group(1), match.group(2).lower()
 
 
 def _dedent(text: str) -> str:

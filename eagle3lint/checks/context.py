@@ -268,6 +268,12 @@ class CheckContext:
         """What the engine says of the model besides its members, appended to its findings."""
         return ""
 
+    def delegation_message(self, model: ModelClass, members: list[str], state: MemberState, sites: list[ContractSite]) -> str | None:
+        """What a wrapper that lacks ``members`` its inner model has (E3L004) must be told, where
+        the engine's contract makes it more than a missing forward (vLLM: the protocol); None
+        for the plain message."""
+        return None
+
     def gap_note(self, model: ModelClass, members: list[str]) -> str:
         """Why the engine refuses a model that lacks these members, beyond the members themselves
         (an engine whose check function vouches for them says which check fails); "" if nothing."""

@@ -212,27 +212,73 @@ class WrapperDelegationGap(Rule):
     (`hasattr` runs the `__getattr__`, which raises `AttributeError`: a crash where the call is
     bare, a refusal behind the engine's check); when some lack it, the finding names which.
 
-    ## Why is this bad?
+    ## What it does (vLLM)
+    On vLLM the members are the `SupportsEagle3` protocol's, and the runner asks
+    `supports_eagle3(model)` before calling any: a runtime-checkable protocol whose
+    `supports_eagle3` ClassVar flag only inheriting the protocol provides. So the message starts
+    from the protocol: the wrapper does not declare it, and forwarding methods alone never makes
+    the check true. It then says whether declaring is enough (what the protocol's default setter
+    would reach, through `get_language_model()` / `language_model`, then `.model`, and whether
+    that object inherits `EagleModelMixin` and collects), and what the inner model's own setter
+    reaches instead.
+
+    ## Why is this bad? (SGLang)
     The engine calls the member on the outer object it loaded. The inner model could answer, but
-    nothing forwards the call: the server dies with an `AttributeError` after the weights load.
-    This is the Kimi-K2.5 crash: `KimiK25ForConditionalGeneration` holds a
+    nothing forwards the call: where the engine calls it bare (0.5.9) the server dies with an
+    `AttributeError` after the weights load (a crash: an error); where it checks first (0.5.23's
+    `hasattr` guard) it refuses EAGLE-3 with its own message (a warning: the model is one
+    delegation away). This is the Kimi-K2.5 crash: `KimiK25ForConditionalGeneration` holds a
     `DeepseekV3ForCausalLM` in `self.language_model` and lacked `set_eagle3_layers_to_capture`.
 
-    ## Example
+    ## Why is this bad? (vLLM)
+    The runner refuses EAGLE-3 for the model (`RuntimeError: Model does not support EAGLE3
+    interface`) although its language model supports it: vLLM 0.33.0's
+    `KimiVLForConditionalGeneration` holds a `DeepseekV2ForCausalLM`. Declaring the protocol
+    alone is not enough there: its default setter would reach `DeepseekV2Model`, which does not
+    inherit `EagleModelMixin`, and start-up would die on the default's assertion instead.
+
+    ## Example (SGLang)
     ```python
     class FooForConditionalGeneration(nn.Module):
         def __init__(self, config):
             self.language_model = LlamaForCausalLM(config.text_config)
     ```
-    Use instead:
+    Use instead (with the parameters the release's call sites pass and the inner setter takes:
+    SGLang 0.4.x calls it with none):
     ```python
         def set_eagle3_layers_to_capture(self, layer_ids=None):
             self.language_model.set_eagle3_layers_to_capture(layer_ids)
     ```
 
-    ## Fix safety
+    ## Example (vLLM)
+    ```python
+    class FooVLForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP):
+        def __init__(self, *, vllm_config, prefix=""):
+            self.language_model = DeepseekV2ForCausalLM(...)  # its own setter writes
+                                                              # self.model.aux_hidden_state_layers
+    ```
+    Use instead:
+    ```python
+    class FooVLForConditionalGeneration(nn.Module, SupportsMultiModal, SupportsPP, SupportsEagle3):
+        def set_aux_hidden_state_layers(self, layers):
+            self.language_model.set_aux_hidden_state_layers(layers)
+    ```
+    (only the declaration where the protocol's default reaches a decoder that inherits the
+    mixin and collects; that case is E3L013).
+
+    ## Fix safety (SGLang)
     Safe: the delegate attribute and its class are resolved statically and the inserted method
-    only forwards the call.
+    only forwards the call; its parameters and the forwarded call follow the engine's call sites
+    and the inner member's own signature, and a call site the inner member cannot take makes the
+    fix display-only.
+
+    ## Fix safety (vLLM)
+    `SupportsEagle3` is added to the bases (with its import), and the setter is forwarded only
+    where the protocol's default cannot reach a holder that inherits the mixin and collects
+    (a getter only where the inner model has one of its own). Safe where the analysis proved
+    that what the setter then reaches collects; unsafe where the holder's mixin or collect calls
+    must be added too (its `forward` changes), or where the wrapper's own protocol methods then
+    run unproven; display-only otherwise, with the reason.
     """
 
     code = "E3L004"
@@ -274,7 +320,7 @@ class WrapperDelegationGap(Rule):
                 f"the engine calls {them} on the target model ({guard_phrase(sites)})"
             )
         elif state.lookup.status == "missing":
-            message = (
+            message = ctx.delegation_message(model, names, state, sites) or (
                 f"`{model.summary.name}` does not delegate {listed} to "
                 f"`self.{state.inner_attr}` ({inner}), which has {them}; the engine calls {them} on "
                 f"the target model ({guard_phrase(sites)})"

@@ -39,10 +39,17 @@ class Eagle3NotImplemented(Rule):
             self.lm_head = ParallelLMHead(...)
     ```
 
-    ## Fix safety
-    Unsafe, and only for the common shape: the setter, the capture in the decoder loop, the
-    hand-off to the logits processor and the embedding getter, all together (SGLang). Any other
-    shape gets no fix: a half implementation would turn a clear refusal into a crash.
+    ## Fix safety (SGLang)
+    Unsafe, and only for the common shape: the setter, the capture in the decoder loop (what
+    the next layer receives, proven from the decoder layer's `forward`: `hidden_states +
+    residual` after pre-norm layers, `hidden_states` alone after post-norm ones), the hand-off
+    to the logits processor and the embedding getter, all together. Any other shape gets no
+    fix: a half implementation would turn a clear refusal into a crash. The message offers the
+    fix only where the fix planner makes it (`eagle3lint fix --unsafe-fixes` shows it), and
+    otherwise says why there is none.
+
+    ## Fix safety (vLLM)
+    No fix implements EAGLE-3 on vLLM; the message says so.
     """
 
     code = "E3L020"
@@ -58,7 +65,7 @@ class Eagle3NotImplemented(Rule):
             for model in ctx.models
             if model.kind == TARGET and getattr(ctx.verdicts.get(model_key(model)), "status", None) == NOT_IMPLEMENTED
         ]
-        refusals = ctx.index.engine.adapter.implementation_refusals(ctx, chosen) if chosen else {}
+        findings: list[Finding] = []
         for model in chosen:
             missing: list[tuple[str, list[ContractSite]]] = [
                 (member.name, sites)
@@ -72,19 +79,24 @@ class Eagle3NotImplemented(Rule):
                 refusal = f"the engine refuses it: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
             else:
                 refusal = "this engine version asks nothing of it"
-            why = refusals.get(id(model))
-            offer = f"; no automatic fix: {why}" if why else "; an unsafe fix may implement it (`eagle3lint fix --unsafe-fixes` shows it)"
-            yield ctx.finding(
+            findings.append(ctx.finding(
                 Eagle3NotImplemented,
                 model,
                 names[0] if names else "",
                 f"`{model.summary.name}` does not implement EAGLE-3 (no EAGLE-3 member or hidden-state "
-                f"capture in it, its bases or its inner models); {refusal}{offer}",
+                f"capture in it, its bases or its inner models); {refusal}",
                 sites,
                 severity=self.severity,
                 data={"members": names, "implement_as": "E3L001"},
                 effect=ctx.gap_effect(names, sites, code=self.code) if sites else None,
-            )
+            ))
+        # The offer is the fix planner's own decision on these very findings: never a promise
+        # that `fix` does not keep.
+        refusals = ctx.index.engine.adapter.implementation_refusals(ctx, findings) if findings else {}
+        for finding in findings:
+            why = refusals.get(id(finding))
+            finding.message += f"; no automatic fix: {why}" if why else "; an unsafe fix implements it (`eagle3lint fix --unsafe-fixes` shows it)"
+        return findings
 
 
 class ReplacementDropsEagle3(Rule):

@@ -119,9 +119,12 @@ class CaptureDelegate(FixPattern):
         variables = {"setter": setter, "path": where}
         description = template.describe(variables)
         inner_classes = analysis.holders(model.ref, tuple(path))
-        if finding.data.get("problem") != "mismatch" or not inner_classes:
+        if finding.data.get("problem") != "mismatch":
             return PlannedFix(finding, self.name, DISPLAY_ONLY, f"capture the hidden states in `self.{where}`'s decoder loop",
                               note="the decoder captures nothing: write the capture by hand")
+        if not inner_classes:
+            # It captures, by other state: what to call is the question, not the capture.
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=f"what `self.{where}` holds is not known statically")
         for inner in inner_classes:
             problem = self._unproven(analysis, inner, setter)
             if problem:

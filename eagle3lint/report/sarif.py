@@ -36,10 +36,11 @@ def fingerprint(finding: Finding) -> str:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:32]
 
 
-def rule_descriptor(rule: type[Rule]) -> dict[str, Any]:
-    sections = rule.doc_sections()
+def rule_descriptor(rule: type[Rule], engine: str | None = None) -> dict[str, Any]:
+    """A SARIF rule from the rule's documentation (the run's engine's part where it has one)."""
+    sections = rule.doc_sections(engine)
     full = "\n\n".join(s for s in (sections.get("What it does"), sections.get("Why is this bad?")) if s)
-    docs = rule.documentation()
+    docs = rule.documentation(engine)
     return {
         "id": rule.code,
         "name": rule.name,
@@ -137,7 +138,7 @@ def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, A
                 "version": __version__,
                 "semanticVersion": __version__,
                 "informationUri": INFORMATION_URI,
-                "rules": [rule_descriptor(rule) for rule in rules],
+                "rules": [rule_descriptor(rule, result.engine.name) for rule in rules],
             }
         },
         "originalUriBaseIds": locator.original_uri_base_ids(),

@@ -15,9 +15,9 @@ from eagle3lint.adapter import EngineAdapter, ModelsInContext
 if TYPE_CHECKING:
     from eagle3lint.checks.context import CheckContext
     from eagle3lint.contract import Contract
+    from eagle3lint.findings import Finding
     from eagle3lint.fix.planner import FixPattern
     from eagle3lint.index import ProjectIndex
-    from eagle3lint.models import ModelClass
     from eagle3lint.summary import ModuleSummary
     from eagle3lint.verify.driver import ServerDriver
 
@@ -50,14 +50,10 @@ class SglangAdapter(EngineAdapter):
 
         return FIX_PATTERNS
 
-    def implementation_refusals(self, ctx: CheckContext, models: list[ModelClass]) -> dict[int, str]:
-        from eagle3lint.engines.sglang.fixes import implementation_refusal
-        from eagle3lint.fix.templates import load_templates
-        from eagle3lint.fix.texts import SourceSet
+    def implementation_refusals(self, ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
+        from eagle3lint.engines.sglang.fixes import implementation_refusals
 
-        templates, sources = load_templates(self.name), SourceSet()
-        refusals = {id(m): implementation_refusal(ctx.index, m, templates, sources.get) for m in models}
-        return {key: why for key, why in refusals.items() if why is not None}
+        return implementation_refusals(ctx, findings)
 
     def server(self) -> ServerDriver:
         from eagle3lint.engines.sglang.server import SglangServer

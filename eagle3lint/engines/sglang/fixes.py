@@ -3,11 +3,17 @@
 from __future__ import annotations
 
 import ast
+import dataclasses
+import os
 import re
 from collections.abc import Callable
+from pathlib import Path
 
+from eagle3lint.capture import Reads
+from eagle3lint.checks.context import CheckContext
 from eagle3lint.findings import Finding
 from eagle3lint.fix.capture_patterns import CAPTURE_FIX_PATTERNS
+from eagle3lint.fix.delegation import delegation_edits
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -33,9 +39,10 @@ from eagle3lint.fix.planner import (
     FixPattern,
     PlannedFix,
     class_path,
-    forwarded_call_problem,
     member_edits,
 )
+from eagle3lint.fix.residual import POST_NORM, residual_handling
+from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.index import ClassRef, External, ProjectIndex
@@ -82,16 +89,8 @@ class WrapperDelegation(FixPattern):
         members = [finding.method, *self._companions(env, model, inner, finding.method)]
         # A backbone chosen by config that lacks the member: the delegation raises a clear error.
         flags = frozenset({"guarded"}) if state.lacking else frozenset()
-
-        def render(member: str) -> str | None:
-            return template.render(member, {**variables, "member": member}, flags, fallback=True)
-
-        edits, problems = member_edits(env, model, members, render)
-        for edit in edits:
-            source = getattr(edit, "source", "")
-            problem = forwarded_call_problem(env, source, delegate, getattr(edit, "name", ""), inner)
-            if problem:
-                problems.append(problem)
+        having = [c for c in state.choices if c not in state.lacking] if state.lacking else [inner]
+        edits, problems = delegation_edits(env, model, members, delegate, having, template, variables, flags)
         if len(members) > 1:
             description += f", with {', '.join(f'`{m}`' for m in members[1:])}"
         if problems:
@@ -207,32 +206,47 @@ class _NotCommonShape(Exception):
     """The model does not have the shape the leaf-capture template is written for."""
 
 
-def implementation_refusal(index: ProjectIndex, model: ModelClass, templates: dict[str, TemplateSet], source: Callable[[str], object]) -> str | None:
-    """Why neither half of "implement EAGLE-3" (the capture, the embedding getter) can fit a
-    model, or None when both may (the planner then decides, after parsing)."""
-    capture, embed = templates.get("leaf-capture"), templates.get("leaf-embed-head")
-    if capture is None or embed is None:
-        return "the SGLang templates are missing"
-    refusal = capture_refusal(index, model, capture, source)
-    if refusal is not None:
-        return refusal
-    decoder = embed.setting("decoder_attribute", "model")
-    inner = _single_class(index, model.ref, decoder)
-    head = embed.setting("head_attribute", "lm_head")
-    embedding = embed.setting("embedding_attribute", "embed_tokens")
-    head_lookup = index.lookup(model.ref, head)
-    if inner is None or head_lookup.status != "found" or head_lookup.kind != "instance_attr":
-        return f"`{model.summary.name}` has no `self.{head}` built in `__init__`"
-    embed_lookup = index.lookup(inner, embedding)
-    if embed_lookup.status != "found" or embed_lookup.kind != "instance_attr":
-        return f"`{inner.qualname}` has no `self.{embedding}` built in `__init__`"
-    return None
+def implementation_refusals(ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
+    """Why the fix planner implements EAGLE-3 in none of these E3L020 findings' models (by
+    ``id(finding)``): the planner's own plans, made here as ``fix`` makes them, so that the
+    check offers a fix exactly where ``fix --unsafe-fixes`` shows one."""
+    from eagle3lint.fix.planner import plan_fixes
+    from eagle3lint.fix.texts import SourceSet
+    from eagle3lint.result import CheckResult
+
+    result = CheckResult(
+        engine=ctx.index.engine, contract=ctx.contract, findings=[], errors=[], models=ctx.models, index=ctx.index
+    )
+    # Every file is in scope: whether the fix is written is for the PATHs `fix` is given.
+    env = FixEnv(result, SourceSet(), [Path(os.sep)])
+    refusals: dict[int, str] = {}
+    # Most models fail the capture's first test, from text alone (the planner's first step too:
+    # the capture is all or nothing, so the plan is display-only); only the others are planned.
+    capture = env.template("leaf-capture")
+    answered = set(capture.setting("members", [])) if capture is not None else set()
+    planned: list[Finding] = []
+    for finding in findings:
+        model = env.model_for(finding)
+        members = set(finding.data.get("members") or [finding.method])
+        why = capture_refusal(env.index, model, capture, env.sources.get) if model and capture and members & answered else None
+        if why is not None:
+            refusals[id(finding)] = why
+        else:
+            planned.append(finding)
+    plans = {id(plan.finding): plan for plan in plan_fixes(env, planned)}
+    for finding in planned:
+        plan = plans.get(id(finding))
+        if plan is None:
+            refusals[id(finding)] = "no fix pattern fits it"
+        elif plan.applicability == DISPLAY_ONLY:
+            refusals[id(finding)] = plan.note or plan.description
+    return refusals
 
 
 def capture_refusal(index: ProjectIndex, model: ModelClass, template: TemplateSet, source: Callable[[str], object]) -> str | None:
     """Why the leaf-capture template cannot fit ``model``, from the summaries and the decoder's
-    text alone (no parse), or None when it may. The planner starts with it; so does the check's
-    note on a model with no EAGLE-3 code, which says whether an unsafe fix can implement it."""
+    text alone (no parse), or None when it may. The planner starts with it (and so does
+    :func:`implementation_refusals`, before it plans the models this leaves)."""
     settings = template.setting
     decoder_attr = settings("decoder_attribute", "model")
     flag = settings("capture_flag", "capture_aux_hidden_states")
@@ -277,6 +291,8 @@ class LeafCapture(FixPattern):
         setter_edits, problems = member_edits(
             env, model, [finding.method], lambda m: template.render(m, setter_vars, flags)
         )
+        if env.index.lookup(model.ref, template.setting("capture_flag", "capture_aux_hidden_states")).status == "found":
+            return self._finish(finding, env, template, model, decoder, flags)
         try:
             body_edits, variables, notes = self._capture_edits(env, template, model)
         except _NotCommonShape as exc:
@@ -288,6 +304,74 @@ class LeafCapture(FixPattern):
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, edits, "; ".join(problems))
         applicability = template.applicability if template.applicability != SAFE else UNSAFE
         return PlannedFix(finding, self.name, applicability, description, edits, "; ".join(notes))
+
+    def _finish(
+        self, finding: Finding, env: FixEnv, template: TemplateSet, model: ModelClass, decoder_attr: str, flags: frozenset[str],
+    ) -> PlannedFix:
+        """A model that has the capture already (its flag, the unpacking in its ``forward``, a
+        decoder that captures) and lacks only the setter, and perhaps the hand-off: those, and
+        nothing of the capture."""
+        from eagle3lint.checks.capture import capture_analysis
+        from eagle3lint.fix.capture_patterns import CaptureHandOff
+
+        setter = finding.method
+        flag = template.setting("capture_flag", "capture_aux_hidden_states")
+        capture_list = template.setting("capture_list", "layers_to_capture")
+        analysis = capture_analysis(env.ctx)
+        decoder = _single_class(env.index, model.ref, decoder_attr)
+        forward = analysis.method(model.ref, "forward")
+        reads = analysis.reads(decoder) if decoder is not None else None
+        missing = ""
+        if decoder is None:
+            missing = f"the class of `self.{decoder_attr}` is not known statically: check that it captures `{capture_list}`"
+        elif reads is None or not reads.found or capture_list not in reads.attributes:
+            missing = f"`{decoder.qualname}.forward` does not read `{capture_list}`: write the capture in its decoder loop by hand"
+        elif forward is None or not forward.facts.aux_unpacks or flag not in forward.facts.reads:
+            missing = f"`{model.summary.name}.forward` does not unpack the aux hidden states when `{flag}` is set: write that by hand"
+        elif not forward.facts.logits_calls:
+            missing = f"`{model.summary.name}.forward` never calls the logits processor to hand the aux hidden states to"
+        # Where the decoder captures decides the setter's offset (as E3L104 judges it): the
+        # template's +1 is for a capture before each layer; after each layer, none.
+        position = self._capture_position(reads, env.pack.capture.ids if env.pack.capture else "output")
+        if position == "after":
+            flags |= {"captures_after"}
+
+        def render(member: str) -> str | None:
+            return template.render(member, {"decoder": decoder_attr}, flags)
+
+        setter_edits, problems = member_edits(env, model, [setter], render)
+        if missing:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, f"add `{setter}`", tuple(setter_edits), missing)
+        assert decoder is not None and forward is not None
+        description = f"add `{setter}` (`{decoder.qualname}.forward` captures already and `{forward.owner.qualname}.forward` unpacks)"
+        edits = list(setter_edits)
+        if position is None:
+            notes = [f"the layer ids follow SGLang's convention (layer i + 1 receives layer i's output; 2, n/2, n-3 by default), which nothing proves for `{decoder.qualname}`"]
+        else:
+            notes = [f"the ids are shifted for a capture {position} each layer, as `{decoder.qualname}.forward` does; the default layers are SGLang's"]
+        if not any(passed for _, passed in forward.facts.logits_calls):
+            aux, _ = forward.facts.aux_unpacks[0]
+            data = {"owner_ref": [forward.owner.module, forward.owner.qualname], "aux": aux, "calls": [line for line, _ in forward.facts.logits_calls]}
+            handoff = CaptureHandOff().plan(dataclasses.replace(finding, code="E3L102", method="forward", data=data), env)
+            if handoff is None or handoff.applicability == DISPLAY_ONLY:
+                why = handoff.note if handoff is not None else "the hand-off to the logits processor cannot be planned"
+                return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), why)
+            description += f"; {handoff.description}"
+            edits += handoff.edits
+            notes += [handoff.note] if handoff.note else []
+        if problems:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
+        return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), "; ".join(notes))
+
+    @staticmethod
+    def _capture_position(reads: Reads | None, ids: str) -> str | None:
+        """"before"/"after" each layer where the decoder's one capture loop captures by index
+        and the offset it needs is the template's (+1) or none; None when that is not known
+        (a capture inside the layer call, several loops)."""
+        loops = [loop for loop in reads.loops if loop.capture_position and loop.capture_uses] if reads is not None else []
+        if len(loops) != 1 or ids != "output" or loops[0].capture_offset:
+            return None
+        return loops[0].capture_position
 
     # ---- the shape -------------------------------------------------------------------------
     def _capture_edits(self, env: FixEnv, template: TemplateSet, model: ModelClass) -> tuple[list[Edit], dict[str, str], list[str]]:
@@ -316,8 +400,17 @@ class LeafCapture(FixPattern):
         dec_path = (decoder_module.path, class_path(decoder))
         captures_already = _reads_self_attr(dec_forward, capture_list)
         hidden, residual = "hidden_states", "residual"
+        captured = f"{hidden} + {residual}"
+        post_norm = False
         if not captures_already:
-            loop, loop_var, hidden, residual = self._decoder_loop(dec_forward, settings("loop_range", []), decoder)
+            loop, loop_var, hidden, residual, call = self._decoder_loop(dec_forward, settings("loop_range", []), decoder)
+            # What the next layer receives, proven from the layer's own forward: pre-norm layers
+            # hand on `hidden + residual`, post-norm ones `hidden` alone (the residual is in it).
+            handling = residual_handling(env, decoder, call, residual, settings("layers_attribute", "layers"))
+            if handling.kind == RESIDUAL_UNKNOWN:
+                raise _NotCommonShape(f"what the layers of `{decoder.qualname}` hand on is not proven ({handling.reason})")
+            post_norm = handling.kind == POST_NORM
+            captured = handling.captured(hidden, residual)
             if _uses_name(dec_forward, aux):
                 raise _NotCommonShape(f"`{decoder.qualname}.forward` already uses the name `{aux}`")
             last = dec_forward.body[-1]
@@ -328,7 +421,7 @@ class LeafCapture(FixPattern):
                 edits.append(InsertStatements(*dec_path, "__init__", 0, "FunctionDef", BODY_END, _render(template, "decoder_init", loop_vars)))
             edits += [
                 InsertStatements(*dec_path, "forward", loop.lineno, "For", BEFORE, _render(template, "loop_init", loop_vars)),
-                InsertStatements(*dec_path, "forward", loop.lineno, "For", BODY_START, _render(template, "loop_capture", loop_vars)),
+                InsertStatements(*dec_path, "forward", loop.lineno, "For", BODY_START, _render(template, "loop_capture", loop_vars, post_norm)),
                 InsertStatements(*dec_path, "forward", last.lineno, "Return", BEFORE, _render(template, "decoder_return", loop_vars)),
             ]
 
@@ -358,6 +451,7 @@ class LeafCapture(FixPattern):
             "decoder_class": decoder.qualname,
             "hidden": hidden,
             "residual": residual,
+            "captured": captured,
             "member": "set_eagle3_layers_to_capture",
         }
         return edits, variables, notes
@@ -391,7 +485,7 @@ class LeafCapture(FixPattern):
         return cls
 
     @staticmethod
-    def _decoder_loop(forward: ast.FunctionDef | ast.AsyncFunctionDef, loop_range: list[str], decoder: ClassRef) -> tuple[ast.For, str, str, str]:
+    def _decoder_loop(forward: ast.FunctionDef | ast.AsyncFunctionDef, loop_range: list[str], decoder: ClassRef) -> tuple[ast.For, str, str, str, ast.Call]:
         loops = [
             (s, siblings)
             for s, siblings in statements(forward.body)
@@ -418,7 +512,9 @@ class LeafCapture(FixPattern):
         if len(layer_calls) != 1 or not alone_on_its_line(loop, siblings):
             raise _NotCommonShape(f"the loop in `{decoder.qualname}.forward` has no single `hidden_states, residual = layer(...)`")
         names = layer_calls[0].targets[0].elts  # type: ignore[attr-defined]
-        return loop, loop.target.id, names[0].id, names[1].id
+        call = layer_calls[0].value
+        assert isinstance(call, ast.Call)
+        return loop, loop.target.id, names[0].id, names[1].id, call
 
     @staticmethod
     def _decoder_call(forward: ast.FunctionDef | ast.AsyncFunctionDef, callee: str, model: ModelClass) -> tuple[ast.Assign, str]:
@@ -463,8 +559,8 @@ class LeafCapture(FixPattern):
         return keyword in params.positional or keyword in params.keyword_only or params.has_varkw
 
 
-def _render(template: TemplateSet, name: str, variables: dict[str, str]) -> str:
-    source = template.render(name, variables)
+def _render(template: TemplateSet, name: str, variables: dict[str, str], post_norm: bool = False) -> str:
+    source = template.render(name, variables, frozenset({"post_norm"}) if post_norm else frozenset())
     if source is None:
         raise _NotCommonShape(f"{template.path.name} has no snippet {name!r}")
     return source

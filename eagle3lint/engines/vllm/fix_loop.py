@@ -40,6 +40,7 @@ class DecoderLoop:
     residual: str  # "None" for layers without a residual stream
     final_return: ast.Return
     inputs_before: bool  # ``hidden`` and ``residual`` are bound before the loop
+    call: ast.Call  # the layer call: what the residual analysis reads the arguments of
 
 
 def find_decoder_loop(forward: Function, layers: str, loop_range: list[str], where: str) -> DecoderLoop:
@@ -66,7 +67,8 @@ def find_decoder_loop(forward: Function, layers: str, loop_range: list[str], whe
     if not (isinstance(last, ast.Return) and isinstance(last.value, ast.Name) and last.value.id == hidden):
         raise NotCommonShape(f"`{where}` does not end with `return {hidden}`")
     bound = _bound_before(forward, loop.lineno) | {"None"}
-    return DecoderLoop(loop, index, start, first_index, index_offset, hidden, residual, last, {hidden, residual} <= bound)
+    call = calls[0].value  # type: ignore[attr-defined]
+    return DecoderLoop(loop, index, start, first_index, index_offset, hidden, residual, last, {hidden, residual} <= bound, call)
 
 
 def _layer_loop(loop: ast.For, layers: str, loop_range: list[str]) -> tuple[str | None, str | None, str, str, str | None] | None:

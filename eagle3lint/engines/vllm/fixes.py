@@ -18,9 +18,11 @@ from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
 from eagle3lint.engines.vllm.fix_loop import NotCommonShape, find_decoder_loop, uses_name
 from eagle3lint.engines.vllm.holders import RESOLVED
 from eagle3lint.engines.vllm.protocol import VllmContract
+from eagle3lint.engines.vllm.remedy import protocol_remedy
 from eagle3lint.findings import Finding
 from eagle3lint.fix.bases import BaseProblem, base_edits
 from eagle3lint.fix.capture_patterns import CaptureDelegate, CaptureInit, method_node
+from eagle3lint.fix.delegation import delegation_edits
 from eagle3lint.fix.edits import (
     BEFORE,
     BODY_END,
@@ -39,6 +41,8 @@ from eagle3lint.fix.planner import (
     PlannedFix,
     class_path,
 )
+from eagle3lint.fix.residual import PRE_NORM, residual_handling
+from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.index import ClassRef
@@ -234,6 +238,57 @@ class DeclareProtocol(FixPattern):
         return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), note)
 
 
+@dataclass
+class HolderWork:
+    """What a decoder the setter reaches needs to collect: the changes in words, their edits,
+    what they capture, and why they can only be shown (``problem``)."""
+
+    changes: list[str]
+    edits: list[Edit]
+    note: str = ""
+    problem: str = ""
+
+
+def holder_work(env: FixEnv, context: VllmCheckContext, template: TemplateSet, decoder: ClassRef) -> HolderWork | None:
+    """The mixin and the collect calls ``decoder`` lacks (None when it lacks neither, or when
+    whether it does cannot be told)."""
+    proto = context.protocol
+    mixin = context.mixin_ref()
+    collect = template.setting("collect_method", "_maybe_add_hidden_state")
+    if proto is None or proto.mixin is None or mixin is None:
+        return HolderWork([f"collect aux hidden states in `{decoder.qualname}.forward`"], [], problem="this vLLM tree has no mixin to collect with")
+    if collect not in proto.mixin.collect_methods:
+        return HolderWork([f"collect aux hidden states in `{decoder.qualname}.forward`"], [], problem=f"`{proto.mixin.name}` in this tree has no `{collect}`")
+    verdict = context.collects(decoder).value
+    if verdict not in (COLLECTS_NO, COLLECTS_YES):
+        return None
+    target = decoder
+    if verdict == COLLECTS_NO:
+        # The forward the decoder runs may be a base's: that class collects, so it gets the mixin.
+        target = env.index.lookup(decoder, "forward").owner or decoder
+    has_mixin = context.inherits_mixin(target)
+    if has_mixin not in (YES, NO) or (has_mixin == YES and verdict == COLLECTS_YES):
+        return None
+    changes = ([f"add `{mixin.qualname}` to the bases of `{target.qualname}`"] if has_mixin == NO else []) + (
+        [f"collect aux hidden states with `{collect}` in `{target.qualname}.forward`"] if verdict == COLLECTS_NO else []
+    )
+    work = HolderWork(changes, [])
+    try:
+        if has_mixin == NO:
+            work.edits += _declare_base(env, target, mixin)
+    except BaseProblem as exc:
+        work.problem = str(exc)
+        return work
+    if verdict == COLLECTS_NO:
+        try:
+            collect_edits, work.note = HolderCollect._collect_edits(env, template, target, collect)
+        except (NotCommonShape, BaseProblem) as exc:
+            work.problem = f"{exc}: write the `{collect}` calls in the decoder loop by hand"
+            return work
+        work.edits += collect_edits
+    return work
+
+
 class HolderCollect(FixPattern):
     name = "holder-collect"
     codes = ("E3L010", "E3L011")
@@ -247,47 +302,17 @@ class HolderCollect(FixPattern):
         holder = context.holder(model.ref)
         if holder.status != RESOLVED or len(holder.classes) != 1:
             return None
-        decoder = holder.classes[0]
-        proto = context.protocol
-        mixin = context.mixin_ref()
-        collect = template.setting("collect_method", "_maybe_add_hidden_state")
-        variables = {"changes": f"collect aux hidden states in `{decoder.qualname}.forward`", "path": holder.path}
-        if proto is None or proto.mixin is None or mixin is None:
-            return PlannedFix(finding, self.name, DISPLAY_ONLY, template.describe(variables), note="this vLLM tree has no mixin to collect with")
-        if collect not in proto.mixin.collect_methods:
-            note = f"`{proto.mixin.name}` in this tree has no `{collect}`"
-            return PlannedFix(finding, self.name, DISPLAY_ONLY, template.describe(variables), note=note)
-        verdict = context.collects(decoder).value
-        if verdict not in (COLLECTS_NO, COLLECTS_YES):
+        work = holder_work(env, context, template, holder.classes[0])
+        if work is None:
             return None
-        target = decoder
-        if verdict == COLLECTS_NO:
-            # The forward the decoder runs may be a base's: that class collects, so it gets the mixin.
-            target = env.index.lookup(decoder, "forward").owner or decoder
-        has_mixin = context.inherits_mixin(target)
-        if has_mixin not in (YES, NO) or (has_mixin == YES and verdict == COLLECTS_YES):
-            return None
-        changes = ([f"add `{mixin.qualname}` to the bases of `{target.qualname}`"] if has_mixin == NO else []) + (
-            [f"collect aux hidden states with `{collect}` in `{target.qualname}.forward`"] if verdict == COLLECTS_NO else []
-        )
-        variables = {**variables, "changes": " and ".join(changes)}
-        description = template.describe(variables)
-        edits: list[Edit] = []
-        try:
-            if has_mixin == NO:
-                edits += _declare_base(env, target, mixin)
-        except BaseProblem as exc:
-            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
-        if verdict == COLLECTS_NO:
-            try:
-                edits += self._collect_edits(env, template, target, collect)
-            except (NotCommonShape, BaseProblem) as exc:
-                note = f"{exc}: write the `{collect}` calls in the decoder loop by hand"
-                return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), note)
-        return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+        description = template.describe({"changes": " and ".join(work.changes), "path": holder.path})
+        if work.problem:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(work.edits), work.problem)
+        return PlannedFix(finding, self.name, template.applicability, description, tuple(work.edits), work.note)
 
     @staticmethod
-    def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> list[Edit]:
+    def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> tuple[list[Edit], str]:
+        """The collect calls in ``ref``'s decoder loop, and what they capture (said in words)."""
         view = _ModuleView.of(env, ref)
         forward = own_method(view.class_def(env, ref), "forward")
         if forward is None:
@@ -309,9 +334,18 @@ class HolderCollect(FixPattern):
             edits.append(EnumerateLoop(*path, "forward", shape.loop.lineno, index, shape.start))
         # A rank-local index gets the slice's start: the requested layer ids are global.
         global_index = f"{shape.index_offset} + {index}" if shape.index_offset else index
+        # What the next layer receives: `hidden + residual` for pre-norm layers, `hidden` alone
+        # for post-norm ones (the collector adds any residual it is given).
+        residual, captured = shape.residual, shape.hidden
+        if residual != "None":
+            handling = residual_handling(env, ref, shape.call, residual, template.setting("layers_attribute", "layers"))
+            if handling.kind == RESIDUAL_UNKNOWN:
+                raise NotCommonShape(f"what the layers of `{ref.qualname}` hand on is not proven ({handling.reason})")
+            captured = handling.captured(shape.hidden, residual)
+            residual = residual if handling.kind == PRE_NORM else "None"
         variables = {
             "aux": aux, "collect": collect, "index": global_index, "first_index": shape.first_index,
-            "hidden": shape.hidden, "residual": shape.residual,
+            "hidden": shape.hidden, "residual": residual,
         }
         flags = frozenset({"inputs_before_loop"}) if shape.inputs_before else frozenset()
 
@@ -327,7 +361,72 @@ class HolderCollect(FixPattern):
             InsertStatements(*path, "forward", line, "For", BODY_END, render("collect_layer")),
             InsertStatements(*path, "forward", shape.final_return.lineno, "Return", BEFORE, render("collect_return")),
         ]
-        return edits
+        return edits, f"it captures `{captured}`"
+
+
+class DeclareDelegate(FixPattern):
+    """E3L004 on vLLM: the protocol first (see :mod:`eagle3lint.engines.vllm.remedy`)."""
+
+    name = "declare-delegate"
+    codes = ("E3L004",)
+
+    def plan(self, finding: Finding, env: FixEnv) -> PlannedFix | None:
+        template = env.template(self.name)
+        context = _context(env)
+        model = env.model_for(finding)
+        if template is None or context is None or model is None or context.protocol is None:
+            return None
+        state = context.state(model.ref, finding.method)
+        # Planned member by member (one finding for several): each part brings the declaration
+        # and the setter's forward (equal edits, made once), and its own getter where it has one.
+        members = [str(m) for m in finding.data.get("members") or [finding.method]]
+        remedy = protocol_remedy(context, model.ref, state.inner_attr, state.inner_class, members)
+        if remedy is None:
+            return None
+        protocol = ClassRef(context.protocol.module, context.protocol.name)
+        variables = {"protocol": protocol.qualname, "class_name": model.ref.qualname}
+        description = template.describe(variables)
+        try:
+            edits: list[Edit] = _declare_base(env, model.ref, protocol)
+        except BaseProblem as exc:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, note=str(exc))
+        problems: list[str] = []
+        if remedy.members and remedy.delegate and remedy.inner is not None:
+            forwarded, problems = delegation_edits(
+                env, model, remedy.members, remedy.delegate, [remedy.inner], template, {**variables, "delegate": remedy.delegate}
+            )
+            edits += forwarded
+            description += f" and forward {', '.join(f'`{m}`' for m in remedy.members)} to `self.{remedy.delegate}`"
+        if problems:
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), "; ".join(problems))
+        # Declared, the class's own protocol methods run too: nothing proved those.
+        own = [
+            m.name for m in context.protocol.members
+            if m.name not in remedy.members
+            and (lookup := context.index.lookup(model.ref, m.name)).status == "found"
+            and lookup.kind in ("method", "property")
+            and not context.holders.is_protocol_class(lookup.owner)
+        ]
+        unproven = f"the runner will call `{model.summary.name}`'s own {', '.join(f'`{m}`' for m in own)}, which nothing proved right" if own else ""
+        if remedy.proven:
+            if unproven:
+                return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits), unproven)
+            return PlannedFix(finding, self.name, template.applicability, description, tuple(edits))
+        # What the setter reaches does not collect (or lacks the mixin): the decoder's work,
+        # as holder-collect writes it, where its loop has the common shape.
+        holder = remedy.holder
+        collect_template = env.template(HolderCollect.name)
+        work = (
+            holder_work(env, context, collect_template, holder.classes[0])
+            if holder is not None and holder.status == RESOLVED and len(holder.classes) == 1 and collect_template is not None
+            else None
+        )
+        if work is None or work.problem or not work.edits:
+            why = work.problem if work is not None and work.problem else remedy.remaining
+            return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(edits), why)
+        description += " and " + " and ".join(work.changes)
+        note = "; ".join(filter(None, [f"`{holder.classes[0].qualname}.forward` changes" if holder else "", work.note, unproven]))
+        return PlannedFix(finding, self.name, UNSAFE, description, tuple(edits + work.edits), note)
 
 
 class PipelineLoopStart(FixPattern):
@@ -373,4 +472,6 @@ def _slice_start(call: ast.expr | None) -> str | None:
 
 # Tried in this order for each finding.
 # vLLM has no logits hand-off of aux states (the runner takes them from `forward`'s result).
-FIX_PATTERNS: tuple[type[FixPattern], ...] = (StaleRename, DeclareProtocol, HolderCollect, PipelineLoopStart, CaptureDelegate, CaptureInit)
+FIX_PATTERNS: tuple[type[FixPattern], ...] = (
+    StaleRename, DeclareProtocol, DeclareDelegate, HolderCollect, PipelineLoopStart, CaptureDelegate, CaptureInit,
+)
