@@ -70,9 +70,7 @@ def find_upwards(start: Path, adapters: list[EngineAdapter]) -> tuple[EngineAdap
 def engine_package_at(folder: Path) -> EngineAdapter | None:
     """The engine whose package folder ``folder`` is, if any: such a folder is an engine tree,
     never a plugin of another engine."""
-    from eagle3lint.engines import adapters
-
-    return next((a for a in adapters() if a.is_package_root(folder)), None)
+    return next((a for a in map(adapter_for, ENGINE_NAMES) if a.is_package_root(folder)), None)
 
 
 def installed_engine_root(adapters: list[EngineAdapter]) -> tuple[EngineAdapter, Path] | None:

@@ -202,3 +202,12 @@ def _link_or_copy(source: str, target: str) -> None:
         os.link(source, target)
     except OSError:
         shutil.copy2(source, target)
+
+
+def test_both_installed_and_no_path_checks_each(site: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(site)])}
+    done = run_cli("check", "--no-cache", "--format", "json", cwd=tmp_path, env=env)
+    assert done.returncode == 1, done.stderr
+    assert [e["engine"]["root"] for e in json.loads(done.stdout)["engines"]] == [str(site / "sglang"), str(site / "vllm")]
+    one = run_cli("check", "--no-cache", "--engine", "vllm", cwd=tmp_path, env=env)
+    assert one.returncode == 1 and [s.split(" (")[0] for s in summaries(one.stdout)] == [VLLM]
