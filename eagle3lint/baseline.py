@@ -13,6 +13,7 @@ import os
 import stat
 import tempfile
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 
 from eagle3lint import __version__
@@ -82,13 +83,17 @@ def baseline_target(path: Path) -> Path:
     return target
 
 
-def write_baseline(path: Path, findings: list[Finding], engine: Engine) -> int:
-    counts = Counter(finding_key(f, engine) for f in findings)
+def write_baseline(path: Path, reports: Sequence[tuple[list[Finding], Engine]]) -> int:
+    """Every finding of each engine's report in one file (two engine trees side by side share
+    it: each key's path starts with its own package's name). Returns how many were written."""
+    counts = Counter(finding_key(f, engine) for findings, engine in reports for f in findings)
     entries = [
         {"path": p, "qualname": q, "member": m, "code": c, "count": n}
         for (p, q, m, c), n in sorted(counts.items())
     ]
-    data = {"version": BASELINE_VERSION, "tool": f"eagle3lint {__version__}", "engine": engine.name, "findings": entries}
+    names = list(dict.fromkeys(engine.name for _, engine in reports))
+    which: dict[str, object] = {"engine": names[0]} if len(names) == 1 else {"engines": names}
+    data = {"version": BASELINE_VERSION, "tool": f"eagle3lint {__version__}", **which, "findings": entries}
     target = baseline_target(path)
     text = json.dumps(data, indent=2) + "\n"
     try:
@@ -111,7 +116,7 @@ def write_baseline(path: Path, findings: list[Finding], engine: Engine) -> int:
         if isinstance(exc, OSError):
             raise UsageError(f"--write-baseline {path}: cannot write: {exc.strerror or exc}") from exc
         raise
-    return len(findings)
+    return sum(len(findings) for findings, _ in reports)
 
 
 def _umask() -> int:

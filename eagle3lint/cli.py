@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import gc
 import sys
 import traceback
@@ -13,6 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from eagle3lint import __version__, interrupts
+from eagle3lint.engine_scope import resolve_engine, resolve_engines
 from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
 from eagle3lint.interrupts import EXIT_INTERRUPTED
@@ -20,10 +20,10 @@ from eagle3lint.report import FORMATS
 
 if TYPE_CHECKING:
     from eagle3lint.config import Settings
-    from eagle3lint.engine import Engine
-    from eagle3lint.plugins import PluginPackage
     from eagle3lint.result import CheckResult
 from eagle3lint.report.paths import line_path
+
+__all__ = ["cli", "main", "resolve_engine", "resolve_engines"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,103 +49,6 @@ def with_engine_options(settings: Settings, chosen: tuple[str, ...]) -> Settings
     if chosen:
         settings.engine_options = (*settings.engine_options, *chosen)
     return settings
-
-
-def resolve_engine(
-    paths: tuple[Path, ...],
-    engine: str | None,
-    engine_root: Path | None,
-    release: str | None,
-    extra_models: list[Path] | None = None,
-) -> tuple[Engine, list[Path]]:
-    """The engine to check against and the reporting scope. A PATH outside the engine's tree
-    is read as a plugin (an out-of-tree package extending it: a second source root); the
-    engine is then the one ``--engine-root``/``--release`` name, or the installed one."""
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.releases import fetch_release, parse_release_spec
-
-    scope = list(paths)
-    if release:
-        name, _ = parse_release_spec(release)
-        if engine and engine != name:
-            raise UsageError(f"--engine {engine} contradicts --release {release}")
-        package_root = fetch_release(release)
-        base = package_root.parent
-        # Relative PATHs are the release's; one that is not there but exists here is a plugin.
-        scope = [p if p.is_absolute() or (not (base / p).exists() and p.exists()) else base / p for p in paths] or [package_root]
-        for p in scope:
-            if not p.exists():
-                raise UsageError(f"{line_path(str(p))}: no such file or folder in {release}")
-        found = discover_engine([], engine=name, engine_root=package_root)
-    else:
-        try:
-            found = discover_engine(scope, engine=engine, engine_root=engine_root)
-        except UsageError:
-            extended = _engine_for_plugins(scope, engine) if scope and engine_root is None else None
-            if extended is None:
-                raise
-            found = extended
-        if not scope:
-            scope = [found.root]
-    plugins = _plugins_outside(found, scope, extra_models or [], release)
-    if plugins:
-        found = dataclasses.replace(found, plugins=plugins)
-    from eagle3lint.libraries import attach_libraries
-
-    return attach_libraries(found), scope
-
-
-def _engine_for_plugins(scope: list[Path], engine: str | None) -> Engine | None:
-    """For PATHs in no engine tree that hold plugin packages: the installed engine they extend
-    (from their entry-point groups, or ``--engine``), None when there is none."""
-    from eagle3lint.engine_finder import engine_at, installed_engine_root
-    from eagle3lint.engines import adapter_for, adapters
-    from eagle3lint.plugins import package_roots, read_plugin
-
-    wanted: list[str] = [engine] if engine else []
-    for path in scope:
-        for root in package_roots(path) if path.exists() else []:
-            plugin = read_plugin(root)
-            for adapter in adapters():
-                if plugin.entry_points_in(adapter.pack().plugin_groups) and adapter.name not in wanted:
-                    wanted.append(adapter.name)
-    if not wanted:
-        return None
-    found = installed_engine_root([adapter_for(name) for name in wanted])
-    if found is None:
-        names = " or ".join(wanted)
-        raise UsageError(
-            f"{line_path(str(scope[0]))}: a plugin package for {names}, and no {names} tree to check it against: "
-            f"give --engine-root, or --release {wanted[0]}==VERSION"
-        )
-    return engine_at(*found)
-
-
-def _plugins_outside(found: Engine, scope: list[Path], extra_models: list[Path], release: str | None) -> tuple[PluginPackage, ...]:
-    """Every PATH must lie in the engine analysed (or hold it, as a checkout does, or be a
-    configured out-of-tree model folder), or be a Python package read as a plugin: a PATH
-    elsewhere would be reported clean unexamined."""
-    from eagle3lint.engine_finder import located
-    from eagle3lint.plugins import package_roots, read_plugin
-
-    root = located(found.root)
-    allowed = [located(e) for e in extra_models]
-    plugins: dict[Path, PluginPackage] = {}
-    for path in scope:
-        target = located(path)
-        if target == root or root in target.parents or target in root.parents:
-            continue
-        if any(target == e or e in target.parents for e in allowed):
-            continue
-        roots = [r for r in package_roots(path) if r.name != found.pack.package]
-        if not roots:
-            where = release or str(found.root)
-            raise UsageError(
-                f"{line_path(str(path))}: not inside the {found.name} tree being checked ({where}), and no Python package to read as a plugin"
-            )
-        for package in roots:
-            plugins.setdefault(package, read_plugin(package))
-    return tuple(plugins.values())
 
 
 def _split_codes(values: tuple[str, ...]) -> list[str]:
@@ -238,60 +141,83 @@ def check(
         baseline_target(write_baseline_file)
     elif reading is not None:
         check_baseline_file(reading)
-    extra = [p for o in settings.engines.values() for p in o.extra_models]
+    extra = {name: list(o.extra_models) for name, o in settings.engines.items()}
     chosen_format = output_format or settings.output_format or "concise"
     if not release and is_file_list(paths) and chosen_format in ("concise", "github"):
         # A hook passes the changed files: only those in an engine tree (or in the configured
         # out-of-tree model folders) are ours to report on. (Structured formats always get a
         # document, so they take the full path, where a file outside any engine is an error.)
-        kept = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
-        if not kept:
-            _refuse_other_engine(paths, engine or settings.engine)
-            if verbose:
-                click.echo("eagle3lint: no model or engine file among the given files; nothing to check", err=True)
-            sys.exit(EXIT_CLEAN)
-        paths = kept
-    from eagle3lint.report import writer_for
+        flat = [p for folders in extra.values() for p in folders]
+        kept = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, flat))
+        paths = kept or _nothing_to_check(paths, engine or settings.engine, verbose)
+    from eagle3lint.report import write_reports
     from eagle3lint.runner import run_check
 
     selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
     _validate_codes([*selected, *extended, *ignored])
-    found, scope = resolve_engine(
+    targets = resolve_engines(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
-    if is_file_list(paths):
-        from eagle3lint.file_scope import widen_for_call_site_changes
+    results: list[tuple[CheckResult, list[Path]]] = []
+    for found, scope in targets:
+        if is_file_list(paths):
+            from eagle3lint.file_scope import widen_for_call_site_changes
 
-        scope, widening = widen_for_call_site_changes(found, scope)
-        for path in widening:
-            click.echo(f"eagle3lint: {line_path(str(path))} touches the engine's EAGLE-3 calls; checking every model", err=True)
-    result = run_check(
-        found,
-        scope,
-        select=selected or None,
-        ignore=ignored or None,
-        extend_select=extended or None,
-        settings=settings,
-        use_cache=not no_cache,
-        baseline=None if write_baseline_file else baseline_file,
-        # Each finding's fix (applicability, description, diff), in the formats that carry it.
-        with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
-    )
-    for error in result.errors:
-        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
-    _refuse_empty_scope(result, scope if paths else [])
+            scope, widening = widen_for_call_site_changes(found, scope)
+            for path in widening:
+                click.echo(f"eagle3lint: {line_path(str(path))} touches the engine's EAGLE-3 calls; checking every model", err=True)
+        result = run_check(
+            found,
+            scope,
+            select=selected or None,
+            ignore=ignored or None,
+            extend_select=extended or None,
+            settings=settings,
+            use_cache=not no_cache,
+            baseline=None if write_baseline_file else baseline_file,
+            # Each finding's fix (applicability, description, diff), in the formats that carry it.
+            with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
+        )
+        for error in result.errors:
+            click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
+        results.append((result, scope))
+    for result, scope in results:
+        _refuse_empty_scope(result, scope if paths else [])
+    errors = any(result.errors for result, _ in results)
     if write_baseline_file is not None:
         from eagle3lint.baseline import write_baseline
+        from eagle3lint.report.paths import engine_label
 
-        count = write_baseline(write_baseline_file, result.findings, result.engine)
-        click.echo(f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} to baseline {write_baseline_file}", err=True)
-        sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
-    writer_for(chosen_format)(result, sys.stdout, verbose)
-    if result.errors:
+        count = write_baseline(write_baseline_file, [(result.findings, result.engine) for result, _ in results])
+        read = " and ".join(engine_label(result.engine) for result, _ in results)
+        click.echo(
+            f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} of {read} to baseline {line_path(str(write_baseline_file))}",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
+    write_reports(chosen_format, [result for result, _ in results], sys.stdout, verbose)
+    if errors:
         sys.exit(EXIT_ERROR)
     from eagle3lint.runner import fails
 
-    sys.exit(EXIT_FINDINGS if fails(result.findings, fail_on or settings.fail_on) else EXIT_CLEAN)
+    threshold = fail_on or settings.fail_on
+    sys.exit(EXIT_FINDINGS if any(fails(result.findings, threshold) for result, _ in results) else EXIT_CLEAN)
+
+
+def _nothing_to_check(paths: tuple[Path, ...], engine: str | None, verbose: bool) -> tuple[Path, ...]:
+    """Files passed one by one, none in an engine tree: a hook's commit that touches no engine
+    file exits at once, quietly. A file among them that looks like a model file is never passed
+    silently: it goes on to the check (a usage error naming it, as in every format, unless it
+    is a plugin's with an engine to check it against). Returns those files."""
+    from eagle3lint.file_scope import model_like_files
+
+    _refuse_other_engine(paths, engine)
+    named = model_like_files(paths)
+    if named:
+        return tuple(named)
+    if verbose:
+        click.echo("eagle3lint: no model or engine file among the given files; nothing to check", err=True)
+    sys.exit(EXIT_CLEAN)
 
 
 def _refuse_empty_scope(result: CheckResult, scope: list[Path]) -> None:

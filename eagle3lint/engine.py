@@ -78,11 +78,16 @@ class Engine:
     @property
     def label(self) -> str:
         """``sglang 0.5.15.dev105`` or, for a fork, ``lsglang 1.6.5 (sglang 0.5.15.dev105)``."""
+        return self.label_at("")
+
+    def label_at(self, where: str) -> str:
+        """The label with the tree it was read from, when ``where`` says it:
+        ``sglang 0.5.23 (./python/sglang)``, ``lsglang 1.6.5 (sglang 0.5.15.dev105; ./sglang)``."""
         fork = self.fork
         if fork is None:
-            return f"{self.name} {self.version}"
+            return f"{self.name} {self.version}" + (f" ({where})" if where else "")
         upstream = f"{self.name} {self.version}" if self.version != "unknown" else f"{self.name}, upstream version unknown"
-        return f"{fork.name} {fork.version} ({upstream})"
+        return f"{fork.name} {fork.version} ({upstream}{'; ' + where if where else ''})"
 
     def packages(self) -> dict[str, Path]:
         """Each top-level package the run reads, and the folder its module names start in."""

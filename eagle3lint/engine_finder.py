@@ -45,12 +45,32 @@ def _find_upwards(start: Path, adapters: list[EngineAdapter]) -> tuple[EngineAda
 
 
 def _find_downwards(start: Path, adapters: list[EngineAdapter]) -> tuple[EngineAdapter, Path] | None:
+    found = find_downwards_all(start, adapters)
+    return found[0] if found else None
+
+
+def find_downwards_all(start: Path, adapters: list[EngineAdapter]) -> list[tuple[EngineAdapter, Path]]:
+    """Every engine package a checkout or a site-packages folder holds (a repository may vendor
+    both engines): the first layout of each engine that has one."""
+    found: list[tuple[EngineAdapter, Path]] = []
     for adapter in adapters:
         for layout in _CHECKOUT_LAYOUTS:
             candidate = start / layout.format(pkg=adapter.pack().package)
             if adapter.is_package_root(candidate):
-                return adapter, candidate
-    return None
+                found.append((adapter, candidate))
+                break
+    return found
+
+
+def find_upwards(start: Path, adapters: list[EngineAdapter]) -> tuple[EngineAdapter, Path] | None:
+    """The engine package ``start`` lies in (or is), walking up."""
+    return _find_upwards(start, adapters)
+
+
+def engine_package_at(folder: Path) -> EngineAdapter | None:
+    """The engine whose package folder ``folder`` is, if any: such a folder is an engine tree,
+    never a plugin of another engine."""
+    return next((a for a in map(adapter_for, ENGINE_NAMES) if a.is_package_root(folder)), None)
 
 
 def engine_name_at(folder: Path) -> str | None:
@@ -65,13 +85,32 @@ def engine_name_at(folder: Path) -> str | None:
 
 def installed_engine_root(adapters: list[EngineAdapter]) -> tuple[EngineAdapter, Path] | None:
     """The installed package, located on ``sys.path`` as files: nothing is imported."""
-    for entry in sys.path:
-        base = Path(entry or ".")
-        for adapter in adapters:
-            candidate = base / adapter.pack().package
+    found = installed_engine_roots(adapters)
+    return min(found, key=lambda f: f[2])[:2] if found else None
+
+
+def installed_engine_roots(adapters: list[EngineAdapter]) -> list[tuple[EngineAdapter, Path, int]]:
+    """Each engine installed for this Python (the first of each on ``sys.path``, where its
+    import would find it), with that entry's position; nothing is imported."""
+    found: list[tuple[EngineAdapter, Path, int]] = []
+    for adapter in adapters:
+        for position, entry in enumerate(sys.path):
+            candidate = Path(entry or ".") / adapter.pack().package
             if (candidate / "__init__.py").is_file() and adapter.is_package_root(candidate):
-                return adapter, candidate
-    return None
+                found.append((adapter, candidate, position))
+                break
+    return found
+
+
+def engines_around_cwd(adapters: list[EngineAdapter]) -> list[tuple[EngineAdapter, Path]]:
+    """The engine tree the working directory lies in, else those a checkout standing there holds
+    (``python/sglang``; a repository vendoring both engines holds two)."""
+    try:
+        cwd = Path.cwd()
+    except OSError:  # the working directory was removed
+        return []
+    up = _find_upwards(cwd, adapters)
+    return [up] if up is not None else find_downwards_all(cwd, adapters)
 
 
 def engine_at(adapter: EngineAdapter, root: Path) -> Engine:
@@ -100,7 +139,11 @@ def discover_engine(
         root = located(engine_root)
         if not root.is_dir():
             raise UsageError(f"--engine-root {engine_root}: no such folder")
-        found = _find_upwards(root, engines) or _find_downwards(root, engines)
+        below = find_downwards_all(root, engines)
+        if len(below) > 1 and _find_upwards(root, engines) is None:
+            held = " and ".join(f"{a.name} ({line_path(str(r))})" for a, r in below)
+            raise UsageError(f"--engine-root {line_path(str(engine_root))}: holds two engine packages, {held}; name one of them, or give --engine NAME")
+        found = _find_upwards(root, engines) or (below[0] if below else None)
         if found is None:
             names = " or ".join(a.name for a in engines)
             raise UsageError(f"--engine-root {engine_root}: no {names} package found there")
@@ -126,8 +169,8 @@ def discover_engine(
         if found is None:
             names = " or ".join(a.name for a in engines)
             raise UsageError(
-                f"no PATH given and no installed {names} package found; give a PATH inside an "
-                "engine tree, --engine-root, or --release NAME==VERSION"
+                f"no PATH given and no installed {names} package found (nor one around the working directory); "
+                "give a PATH inside an engine tree, --engine-root, or --release NAME==VERSION"
             )
     adapter, root = found
     return engine_at(adapter, root)

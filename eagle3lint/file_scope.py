@@ -1,11 +1,15 @@
 """Which of a list of files (as pre-commit passes them) belong to an engine tree.
 
-A commit that touches no model or engine file must cost next to nothing: this looks only at the
-file names and the folders above them, never at their contents.
+A commit that touches no model or engine file must cost next to nothing: this looks at the file
+names and the folders above them. Only when none is in an engine tree are the Python files'
+first bytes read (:func:`model_like_files`): a model file outside every tree is said, never
+passed silently.
 """
 
 from __future__ import annotations
 
+import os
+import re
 from pathlib import Path
 
 from eagle3lint.engine import Engine
@@ -46,6 +50,46 @@ def engine_files(
             continue
         inside.append(path)
     return inside
+
+
+# Enough of a file to see its classes: model files start with their imports and classes.
+_MODEL_SNIFF_BYTES = 2 << 20
+_CLASS_RE = re.compile(r"^class\s+(\w+)", re.M)
+_ENTRY_CLASS_RE = re.compile(r"^EntryClass\s*=", re.M)
+
+
+def model_like_files(paths: tuple[Path, ...]) -> list[Path]:
+    """The Python files among ``paths`` that look like model files to some engine: a class its
+    rule pack would call a target or an EAGLE-3 draft (``FooForCausalLM``), an ``EntryClass``, or
+    a definition of an EAGLE-3 member. A script, a test helper or a config module is none."""
+    from eagle3lint.engines import adapters
+    from eagle3lint.safe_io import open_regular_file, read_upto
+
+    packs = [a.pack() for a in adapters()]
+    names = "|".join(re.escape(m) for pack in packs for m in pack.eagle3_members)
+    members = re.compile(rf"^\s*def\s+(?:{names})\b" if names else "(?!)", re.M)
+    found: list[Path] = []
+    for path in paths:
+        if path.suffix not in PYTHON_SUFFIXES:
+            continue
+        try:
+            fd = open_regular_file(path)
+        except OSError:
+            continue  # nothing to sniff; an unreadable file named alone is said by the check itself
+        try:
+            text = read_upto(fd, _MODEL_SNIFF_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        finally:
+            os.close(fd)
+        classes = _CLASS_RE.findall(text)
+        if (
+            any(p.target_name_pattern.search(c) or p.eagle3_draft_pattern.search(c) for p in packs for c in classes)
+            or _ENTRY_CLASS_RE.search(text)
+            or members.search(text)
+        ):
+            found.append(path)
+    return found
 
 
 def widen_for_call_site_changes(engine: Engine, scope: list[Path]) -> tuple[list[Path], list[Path]]:

@@ -49,8 +49,14 @@ def parse_release_spec(spec: str) -> tuple[str, str]:
 
 
 def _pip_download(name: str, version: str, dest: Path) -> Path:
+    """The wheel of ``name==version``, downloaded by pip into ``dest``. On a terminal pip shows
+    its own progress bar (a vLLM wheel is hundreds of megabytes: minutes without a sign of life
+    otherwise), drawn on stderr: stdout is the report's. Elsewhere (a CI log, a captured run)
+    pip is quiet and the line ``fetch_release`` announces is all."""
+    terminal = _terminal_stderr()
+    shown = ["--progress-bar", "on"] if terminal is not None else ["--quiet"]
     base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-            "--quiet", "--dest", str(dest), f"{name}=={version}"]
+            *shown, "--dest", str(dest), f"{name}=={version}"]
     attempts = [
         [*base, "--only-binary=:all:"],
         # A wheel built for another platform still carries the same Python source.
@@ -61,17 +67,34 @@ def _pip_download(name: str, version: str, dest: Path) -> Path:
     last_error = ""
     for command in attempts:
         try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+            # pip draws its bar and says what it fetches on its stdout; its errors (on stderr)
+            # are kept for the message.
+            done = subprocess.run(
+                command, stdout=terminal if terminal is not None else subprocess.PIPE, stderr=subprocess.PIPE,
+                text=True, timeout=1800,
+            )
         except subprocess.TimeoutExpired:
             raise ReleaseFetchError(f"downloading {name}=={version} timed out") from None
         wheels = sorted(dest.glob("*.whl"))
         if done.returncode == 0 and wheels:
             return wheels[0]
-        output = (done.stderr or done.stdout).strip().splitlines()
+        output = (done.stderr or done.stdout or "").strip().splitlines()
         last_error = output[-1] if output else f"pip exited with {done.returncode}"
     if "No matching distribution" in last_error or "Could not find a version" in last_error:
         raise ReleaseFetchError(f"{name}=={version}: no such release on the package index ({last_error})")
     raise ReleaseFetchError(f"could not download {name}=={version}: {last_error}")
+
+
+def _terminal_stderr() -> int | None:
+    """The descriptor of stderr when it is a terminal (flushed, so that pip's output follows
+    what was said before it), else None."""
+    try:
+        if not sys.stderr.isatty():
+            return None
+        sys.stderr.flush()
+        return sys.stderr.fileno()
+    except (AttributeError, ValueError, OSError):  # closed, replaced by an object with no descriptor
+        return None
 
 
 _WHEEL_METADATA = re.compile(r"^[^/]+\.dist-info/METADATA$")
@@ -170,6 +193,15 @@ def fetch_release(spec: str, announce: Callable[[str], None] = _announce) -> Pat
     return target / name
 
 
+def is_cached_release(root: Path) -> bool:
+    """Whether the package folder ``root`` is a release unpacked in this cache."""
+    folder = root.parent
+    try:
+        return folder.parent.resolve() == (cache_root() / "releases").resolve() and (folder / _COMPLETE).is_file()
+    except OSError:
+        return False
+
+
 def cached_release_metadata(root: Path) -> Path | None:
     """The ``METADATA`` of the release whose package folder (in this cache) is ``root``. A
     release unpacked before the cache kept it gets it now, from the package index's metadata
@@ -177,10 +209,7 @@ def cached_release_metadata(root: Path) -> Path | None:
     ``root`` is not a cached release or the index cannot say."""
     releases = cache_root() / "releases"
     folder = root.parent
-    try:
-        if folder.parent.resolve() != releases.resolve() or not (folder / _COMPLETE).is_file():
-            return None
-    except OSError:
+    if not is_cached_release(root):
         return None
     spec = f"{root.name}=={folder.name[len(root.name) + 1:]}" if folder.name.startswith(f"{root.name}-") else ""
     if not spec:

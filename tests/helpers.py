@@ -105,6 +105,18 @@ def make_tree(root: Path, files: dict[str, str | bytes]) -> Path:
     return root
 
 
+def read_from(label: str, root: Path, cwd: Path | None = None) -> str:
+    """How a summary line names the engine tree a run read: ``sglang 0.0.1+fixture
+    (./fixtures/sglang_basic/sglang)`` when the run stands above it, else its path."""
+    tree, here = root.resolve(), (cwd or Path.cwd()).resolve()
+    if tree == here:
+        return f"{label} (.)"
+    for base, prefix in ((here, "./"), (Path.home().resolve(), "~/")):
+        if base in tree.parents:
+            return f"{label} ({prefix}{tree.relative_to(base).as_posix()})"
+    return f"{label} ({tree})"
+
+
 SGLANG_SKELETON: dict[str, str | bytes] = {
     "sglang/__init__.py": "",
     "sglang/version.py": '__version__ = "9.9.9"\n',

@@ -24,6 +24,7 @@ UPPER = (
     "eagle3lint.baseline",
     "eagle3lint.settings_view",
     "eagle3lint.engine_finder",
+    "eagle3lint.engine_scope",
     "eagle3lint.file_scope",
     "eagle3lint.releases",
     "eagle3lint.libraries",

@@ -264,5 +264,5 @@ def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: py
     monkeypatch.setattr(baseline.os, "replace", failing_replace)
     expected: type[BaseException] = KeyboardInterrupt if failure is KeyboardInterrupt else UsageError
     with pytest.raises(expected):
-        baseline.write_baseline(tmp_path / "base.json", [], engine)
+        baseline.write_baseline(tmp_path / "base.json", [([], engine)])
     assert _listing(tmp_path) == []

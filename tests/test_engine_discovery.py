@@ -67,3 +67,44 @@ def test_installed_package_is_found_without_importing_it(tmp_path: Path) -> None
 def test_fixture_paths_report_relative_paths_under_cwd() -> None:
     _code, data = run_json("check", TREE / "sglang/srt/models/missing.py")
     assert data["findings"][0]["path"].endswith("sglang/srt/models/missing.py")
+
+
+def test_no_path_reads_the_tree_the_user_stands_in_before_the_installed_one(tmp_path: Path) -> None:
+    """The README's baseline step, run at a fork's root while the upstream release is installed:
+    the fork's tree is read (and baselined), and every summary line says which tree it was."""
+    import json
+    import shutil
+
+    from tests.helpers import read_from, run_cli
+
+    site = make_tree(tmp_path / "site", SGLANG_SKELETON)  # "installed": sglang 9.9.9, no models
+    fork = tmp_path / "fork"
+    shutil.copytree(TREE / "sglang", fork / "python/sglang")
+    repo = Path(__file__).resolve().parent.parent
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(site)])}
+
+    written = run_cli("check", "--no-cache", "--write-baseline", "base.json", cwd=fork, env=env)
+    assert written.returncode == 0, written.stderr
+    assert "of sglang 0.0.1+fixture (./python/sglang) to baseline base.json" in written.stderr
+    baselined = json.loads((fork / "base.json").read_text())["findings"]
+    assert any(e["path"] == "sglang/srt/models/missing.py" and e["code"] == "E3L001" for e in baselined)
+
+    inside = fork / "python/sglang/srt/models"
+    for cwd in (fork, inside):
+        done = run_cli("check", "--no-cache", cwd=cwd, env=env)
+        assert done.returncode == 1, done.stderr
+        assert done.stdout.splitlines()[-1].startswith(f"{read_from('sglang 0.0.1+fixture', fork / 'python/sglang', cwd)}: ")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    installed = run_cli("check", "--no-cache", cwd=elsewhere, env=env)
+    assert installed.returncode == 0, installed.stderr
+    assert installed.stdout.splitlines()[-1].startswith(f"{read_from('sglang 9.9.9', site / 'sglang', elsewhere)}: no findings")
+
+
+def test_the_tree_read_is_named_briefly() -> None:
+    from eagle3lint.report.paths import tree_where
+
+    assert tree_where(TREE / "sglang", cwd=TREE) == "./sglang"
+    assert tree_where(TREE / "sglang", cwd=TREE / "sglang") == "."
+    assert tree_where(Path.home() / "src/fork/python/sglang", cwd=Path("/nonexistent")) == "~/src/fork/python/sglang"
+    assert tree_where(Path("/opt/site/sglang"), cwd=Path("/srv")) == "/opt/site/sglang"

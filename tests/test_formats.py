@@ -27,6 +27,7 @@ from tests.helpers import (
     BASIC_MODELS_CHECKED,
     FIXTURES,
     REPO,
+    read_from,
     run_cli,
     run_json,
 )
@@ -94,7 +95,7 @@ def test_full_shows_source_line_and_engine_call_sites() -> None:
     assert "= fix (display-only): add `set_eagle3_layers_to_capture`" in done.stdout
     assert "the code would use `self.model`, which `MissingForCausalLM` does not have" in done.stdout
     assert "+    def set_eagle3_layers_to_capture(" not in done.stdout
-    assert done.stdout.rstrip().splitlines()[-1].startswith("sglang 0.0.1+fixture: 1 error")
+    assert done.stdout.rstrip().splitlines()[-1].startswith(f"{read_from('sglang 0.0.1+fixture', TREE / 'sglang')}: 1 error")
 
 
 def test_full_shows_the_fix_diff_when_the_finding_has_one(tmp_path: Path) -> None:
@@ -251,7 +252,8 @@ def test_github_annotations_for_the_fixture() -> None:
     assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     assert lines[-1] == (
-        f"sglang 0.0.1+fixture: {BASIC_ERRORS} errors, {BASIC_INFOS} infos ({BASIC_MODELS_CHECKED} model classes checked)"
+        f"{read_from('sglang 0.0.1+fixture', TREE / 'sglang')}: {BASIC_ERRORS} errors, {BASIC_INFOS} infos "
+        f"({BASIC_MODELS_CHECKED} model classes checked)"
     )
     commands = [re.fullmatch(r"::(\w+) (.*?)::(.*)", line) for line in lines[:-1]]
     assert len(commands) == BASIC_FINDINGS and all(commands)
@@ -281,7 +283,7 @@ def test_github_orders_most_severe_first(fixture_result: CheckResult) -> None:
     write_github(dataclasses.replace(fixture_result, findings=shuffled), out, False)
     lines = out.getvalue().splitlines()
     assert [line.split(" ", 1)[0] for line in lines[:3]] == ["::error", "::warning", "::notice"]
-    assert lines[3].startswith("sglang 0.0.1+fixture: 1 error, 1 warning, 1 info")
+    assert lines[3].startswith(f"{read_from('sglang 0.0.1+fixture', fixture_result.engine.root)}: 1 error, 1 warning, 1 info")
 
 
 def test_json_summary_counts_the_models_the_concise_line_counts() -> None:

@@ -214,3 +214,60 @@ def test_a_changed_engine_call_site_widens_the_check_to_every_model(tmp_path: Pa
     other.write_text("def helper():\n    return 1\n")
     quiet = run_cli("check", other, cwd=tree)
     assert quiet.returncode == 0 and "checking every model" not in quiet.stderr
+
+
+SOME_MODEL = """\
+from torch import nn
+
+
+class MyForCausalLM(nn.Module):
+    def forward(self, input_ids):
+        return input_ids
+
+
+EntryClass = MyForCausalLM
+"""
+
+
+@pytest.mark.parametrize("fmt", ["concise", "github", "full", "json", "sarif"])
+def test_a_model_file_outside_any_engine_is_the_same_usage_error_in_every_format(tmp_path: Path, fmt: str) -> None:
+    """A new user's first try: never a silent pass for a model file the tool cannot check."""
+    (tmp_path / "some_model.py").write_text(SOME_MODEL)
+    (tmp_path / "notes.md").write_text("# notes\n")
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    done = run_cli("check", "--format", fmt, "some_model.py", cwd=tmp_path, env=env)
+    assert (done.returncode, done.stdout) == (2, "")
+    assert "eagle3lint: error: some_model.py: not inside a sglang or vllm source tree" in done.stderr
+    if fmt in ("concise", "github"):  # the hook's formats: named among files that are not code
+        mixed = run_cli("check", "--format", fmt, "notes.md", "some_model.py", cwd=tmp_path, env=env)
+        assert mixed.returncode == 2 and "some_model.py: not inside" in mixed.stderr
+
+
+def test_what_looks_like_a_model_file_and_what_does_not(tmp_path: Path) -> None:
+    from eagle3lint.file_scope import model_like_files
+
+    files = make_tree(tmp_path, {
+        "wrapper.py": "class FooForConditionalGeneration(Base):\n    pass\n",
+        "setter_only.py": "class Foo:\n    def set_eagle3_layers_to_capture(self, ids):\n        pass\n",
+        "draft.py": "class LlamaEagle3Head:\n    pass\n",
+        "entry.py": "EntryClass = [A, B]\n",
+        "helper.py": "from torch import nn\n\n\nclass Helper(nn.Module):\n    pass\n",
+        "script.py": "print('ForCausalLM')\n",
+        "README.md": "class FooForCausalLM:\n",
+        "binary.py": b"\xff\xfe\x00\nclass BarForCausalLM:\n",  # not UTF-8: read all the same
+    })
+    names = sorted(p.name for p in model_like_files(tuple(sorted(files.iterdir()))))
+    assert names == ["binary.py", "draft.py", "entry.py", "setter_only.py", "wrapper.py"]
+
+
+def test_files_that_are_clearly_not_model_files_stay_quiet(tmp_path: Path) -> None:
+    make_tree(tmp_path, {"tests/helper.py": "from torch import nn\n\n\nclass Helper(nn.Module):\n    pass\n", "setup.py": "x = 1\n"})
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    for fmt in ("concise", "github"):
+        done = run_cli("check", "--format", fmt, "tests/helper.py", "setup.py", cwd=tmp_path, env=env)
+        assert (done.returncode, done.stdout, done.stderr) == (0, "", "")
+    # The fixer's hook answers alike: quiet for these, the usage error for a model file.
+    assert run_cli("fix", "tests/helper.py", cwd=tmp_path, env=env).returncode == 0
+    (tmp_path / "some_model.py").write_text(SOME_MODEL)
+    refused = run_cli("fix", "some_model.py", cwd=tmp_path, env=env)
+    assert refused.returncode == 2 and "some_model.py: not inside a sglang or vllm source tree" in refused.stderr

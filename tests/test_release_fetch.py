@@ -4,6 +4,8 @@ replaced by a wheel built here."""
 
 from __future__ import annotations
 
+import json
+import os
 import threading
 import time
 import zipfile
@@ -83,3 +85,64 @@ def test_callers_at_once_share_one_download(index: FakeIndex) -> None:
     assert (roots[0] / "version.py").read_text() == '__version__ = "9.9.9"\n'
     cache = roots[0].parent.parent
     assert [p.name for p in cache.iterdir() if p.name.startswith(".download-")] == []
+
+
+# Stands for ``python -m pip download``: says what it fetches and draws a "bar" on its stdout,
+# as pip does, and leaves a wheel in --dest; its arguments are kept for the test.
+FAKE_PIP = """\
+import json, sys, zipfile
+from pathlib import Path
+
+args = sys.argv[1:]
+Path(__file__).with_suffix(".args").write_text(json.dumps(args))
+dest = Path(args[args.index("--dest") + 1])
+dest.mkdir(parents=True, exist_ok=True)
+with zipfile.ZipFile(dest / "sglang-9.9.9-py3-none-any.whl", "w") as archive:
+    archive.writestr("sglang/__init__.py", "")
+if "--quiet" not in args:
+    print("Downloading sglang-9.9.9-py3-none-any.whl (330.0 MB)")
+    print("PROGRESS-BAR 330.0/330.0 MB", flush=True)
+"""
+
+
+@pytest.fixture()
+def fake_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    import sys
+
+    script = tmp_path / "fakepython"
+    script.write_text(f"#!{sys.executable}\n" + "import runpy, sys\nsys.argv = sys.argv[2:]\n"
+                      f"runpy.run_path({str(tmp_path / 'pip.py')!r}, run_name='__main__')\n")
+    script.chmod(0o755)
+    (tmp_path / "pip.py").write_text(FAKE_PIP)
+    monkeypatch.setattr(releases.sys, "executable", str(script))
+    return tmp_path / "pip.args"
+
+
+def test_a_download_on_a_terminal_shows_pips_progress_on_stderr(
+    fake_pip: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str]
+) -> None:
+    import io
+    import pty
+
+    master, replica = pty.openpty()
+    terminal = io.TextIOWrapper(os.fdopen(replica, "wb", buffering=0), write_through=True)
+    monkeypatch.setattr(releases.sys, "stderr", terminal)
+    try:
+        wheel = releases._pip_download("sglang", "9.9.9", tmp_path / "wheel")
+        os.set_blocking(master, False)
+        shown = os.read(master, 1 << 16).decode()
+    finally:
+        terminal.close()
+        os.close(master)
+    assert wheel.name == "sglang-9.9.9-py3-none-any.whl"
+    args = json.loads(fake_pip.read_text())
+    assert "--quiet" not in args and args[args.index("--progress-bar") + 1] == "on"
+    assert "Downloading sglang-9.9.9" in shown and "PROGRESS-BAR 330.0/330.0 MB" in shown
+    assert capfd.readouterr().out == ""  # stdout is the report's: nothing of pip's reaches it
+
+
+def test_a_download_elsewhere_stays_quiet(fake_pip: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    wheel = releases._pip_download("sglang", "9.9.9", tmp_path / "wheel")
+    assert wheel.is_file()
+    assert "--quiet" in json.loads(fake_pip.read_text())
+    assert capfd.readouterr() == ("", "")

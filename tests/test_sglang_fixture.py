@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, run_cli, run_json
+from tests.helpers import FIXTURES, read_from, run_cli, run_json
 
 TREE = FIXTURES / "sglang_basic"
 EXPECTED = json.loads((TREE / "expected.json").read_text())
@@ -112,7 +112,7 @@ def test_concise_output_lines_and_summary() -> None:
     done = run_cli("check", TREE / "sglang/srt/models/missing.py")
     lines = done.stdout.strip().splitlines()
     assert lines[0].startswith("fixtures/sglang_basic/sglang/srt/models/missing.py:4:1: E3L001 ") or ":4:1: E3L001 " in lines[0]
-    assert lines[-1].startswith("sglang 0.0.1+fixture: 1 error")
+    assert lines[-1].startswith(f"{read_from('sglang 0.0.1+fixture', TREE / 'sglang')}: 1 error")
 
 
 def test_select_and_ignore() -> None:

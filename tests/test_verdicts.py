@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, run_cli, run_json
+from tests.helpers import FIXTURES, read_from, run_cli, run_json
 
 TREE = FIXTURES / "sglang_basic"
 EXPECTED = json.loads((TREE / "expected.json").read_text())
@@ -47,8 +47,8 @@ def test_models_table_fits_100_columns_and_markdown_is_one_table() -> None:
     assert lines[1].startswith("broken ")  # what needs action comes first
     assert max(len(line) for line in lines) <= 100
     counts = EXPECTED["statuses"]
-    summary = " ".join(lines[lines.index(next(x for x in lines if x.startswith("sglang 0.0.1+fixture: "))):])
-    assert summary.startswith(f"sglang 0.0.1+fixture: {len(counts)} model classes: ")
+    summary = " ".join(x.strip() for x in lines[lines.index(next(x for x in lines if x.startswith("sglang 0.0.1+fixture "))):])
+    assert summary.startswith(f"{read_from('sglang 0.0.1+fixture', TREE / 'sglang')}: {len(counts)} model classes: ")
     assert f"{list(counts.values()).count('supported')} supported" in summary and "outcomes: " in summary
     verbose = run_cli("models", TREE, "-v").stdout
     assert "    engine: " in verbose and max(len(line) for line in verbose.splitlines()) > 100

@@ -21,7 +21,7 @@ from eagle3lint.cli import (
     EXIT_CLEAN,
     EXIT_ERROR,
     EXIT_FINDINGS,
-    _refuse_other_engine,
+    _nothing_to_check,
     _split_codes,
     _validate_codes,
     config_option,
@@ -122,9 +122,8 @@ def fix(
         # The pre-commit hook passes the changed files: only engine files are ours.
         extra = [p for o in settings.engines.values() for p in o.extra_models]
         paths = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
-        if not paths:
-            _refuse_other_engine(original_paths, engine or settings.engine)
-            sys.exit(EXIT_CLEAN)
+        # None in an engine tree: a commit's scripts and docs exit at once; a model file is said.
+        paths = paths or _nothing_to_check(original_paths, engine or settings.engine, verbose=False)
     from eagle3lint.fix.diff import diff_base, diff_label, unified_diff
     from eagle3lint.fix.session import prepare_fixes, write_changes
     from eagle3lint.fix.tally import summary_lines, tally_fixes

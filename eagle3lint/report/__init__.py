@@ -2,6 +2,7 @@
 
 ``FORMATS`` maps a ``--format`` name to ``module:function``; the writer takes
 ``(result, out, verbose)``. Modules are imported only when their format is asked for.
+``write_reports`` writes the reports of several engine trees checked in one run.
 """
 
 from __future__ import annotations
@@ -22,9 +23,27 @@ FORMATS: dict[str, str] = {
 }
 
 Writer = Callable[["CheckResult", TextIO, bool], Any]
+# Formats that are one document: several engines' reports are merged into it, not written one
+# after the other.
+DOCUMENTS: dict[str, str] = {
+    "json": "eagle3lint.report.jsonfmt:write_json_engines",
+    "sarif": "eagle3lint.report.sarif:write_sarif_engines",
+}
 
 
 def writer_for(name: str) -> Writer:
     module_name, _, function = FORMATS[name].partition(":")
     writer: Writer = getattr(importlib.import_module(module_name), function)
     return writer
+
+
+def write_reports(name: str, results: list[CheckResult], out: TextIO, verbose: bool) -> None:
+    """One engine's report as it always was; several engines' (two trees side by side) one
+    after the other, each with its summary line, or, for a one-document format, in one document."""
+    if len(results) == 1 or name not in DOCUMENTS:
+        writer = writer_for(name)
+        for result in results:
+            writer(result, out, verbose)
+        return
+    module_name, _, function = DOCUMENTS[name].partition(":")
+    getattr(importlib.import_module(module_name), function)(results, out)

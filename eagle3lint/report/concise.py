@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
-from eagle3lint.report.paths import line_path
+from eagle3lint.report.paths import engine_label, line_path
 from eagle3lint.verdicts import status_counts
 
 if TYPE_CHECKING:
@@ -21,7 +21,7 @@ def summary_line(result: CheckResult) -> str:
     assumed = result.options.label() if result.options is not None else ""
     tail += f"; assuming {assumed}" if assumed else ""
     return (
-        f"{result.engine.label}: {found} "
+        f"{engine_label(result.engine)}: {found} "
         f"({hidden_counts(result)}{checked} model class{'es' if checked != 1 else ''} checked){tail}"
     )
 

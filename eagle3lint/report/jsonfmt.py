@@ -54,3 +54,11 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
 def write_json(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
     out.write(json.dumps(result_to_json(result), indent=2))  # one write, not one per token
     out.write("\n")
+
+
+def write_json_engines(results: list[CheckResult], out: TextIO) -> None:
+    """Several engine trees checked in one run: one document, each engine's report (the shape
+    above, whole) in ``engines``, in the order they were checked."""
+    data = {"version": SCHEMA_VERSION, "engines": [result_to_json(r) for r in results]}
+    out.write(json.dumps(data, indent=2))
+    out.write("\n")

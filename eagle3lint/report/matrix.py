@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint import __version__
 from eagle3lint.escape import line_text
-from eagle3lint.report.paths import display_path, line_path
+from eagle3lint.report.paths import display_path, engine_label, line_path
 from eagle3lint.verdicts import STATUSES, outcome_counts, status_counts
 
 if TYPE_CHECKING:
@@ -104,7 +104,7 @@ def _counts(models: list[ModelClass], counts: dict[str, int]) -> str:
 def summary_line(result: CheckResult, table: list[Row]) -> str:
     models = [r.model for r in table]
     total = len(table)
-    label = line_text(result.engine.label)
+    label = engine_label(result.engine)
     return (
         f"{label}: {total} model class{'es' if total != 1 else ''}: {_counts(models, status_counts(models))}; "
         f"outcomes: {_counts(models, outcome_counts(models))}"

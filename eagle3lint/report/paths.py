@@ -3,9 +3,14 @@ else relative to the engine's source root (a cached release reads ``sglang/srt/.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from eagle3lint.escape import display_path, line_path, line_text  # noqa: F401 - shown here too
+
+if TYPE_CHECKING:
+    from eagle3lint.engine import Engine
 
 
 def git_toplevel(path: Path) -> Path | None:
@@ -38,3 +43,35 @@ def relative_posix(path: str, base: Path) -> str | None:
         return Path(tree_path(path)).relative_to(base).as_posix()
     except ValueError:
         return None
+
+
+def tree_where(root: Path, cwd: Path | None = None) -> str:
+    """Which engine tree a run read, short enough for a summary line: ``./python/sglang`` (``.``)
+    inside the working directory, ``release`` for a published release in the cache, else its
+    path (``~/`` for the home folder): a run on the installed package when the user meant the
+    checkout they stand in shows at a glance."""
+    from eagle3lint.releases import is_cached_release
+
+    if is_cached_release(root):
+        return "release"
+    try:
+        here = cwd or Path.cwd()
+    except OSError:  # the working directory was removed
+        here = None
+    try:
+        rel = os.path.relpath(root, here) if here is not None else ".."
+    except ValueError:  # another drive
+        rel = ".."
+    if rel == ".":
+        return "."
+    if not rel.startswith(".."):
+        return f"./{Path(rel).as_posix()}"
+    try:
+        return f"~/{root.relative_to(Path.home()).as_posix()}"
+    except (ValueError, RuntimeError):  # elsewhere, or no home folder
+        return str(root)
+
+
+def engine_label(engine: Engine) -> str:
+    """The engine's label and the tree read, for a summary line (text from the tree escaped)."""
+    return line_text(engine.label_at(tree_where(engine.root)))

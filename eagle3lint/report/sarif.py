@@ -181,3 +181,12 @@ def _surrogate_text(ch: str) -> str:
 def write_sarif(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
     out.write(json.dumps(result_to_sarif(result), indent=2))
     out.write("\n")
+
+
+def write_sarif_engines(results: list[CheckResult], out: TextIO) -> None:
+    """Several engine trees checked in one run: one log, a run per engine (SARIF's own way of
+    holding several analyses), each with its engine in the run's properties."""
+    logs = [result_to_sarif(r) for r in results]
+    merged = {**logs[0], "runs": [run for log in logs for run in log["runs"]]}
+    out.write(json.dumps(merged, indent=2))
+    out.write("\n")
