@@ -1,17 +1,15 @@
 """Reporters: one diagnostic model, many output formats.
 
 ``FORMATS`` maps a ``--format`` name to ``module:function``; the writer takes
-``(result, out, verbose)``. Modules are imported only when their format is asked for.
+``(result, out, verbose, *, quiet=False)`` (``quiet``: the findings alone, where the format has
+more than a document to write). Modules are imported only when their format is asked for.
 """
 
 from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TextIO
-
-if TYPE_CHECKING:
-    from eagle3lint.result import CheckResult
+from typing import Any
 
 FORMATS: dict[str, str] = {
     "concise": "eagle3lint.report.concise:write_concise",
@@ -21,7 +19,7 @@ FORMATS: dict[str, str] = {
     "github": "eagle3lint.report.github:write_github",
 }
 
-Writer = Callable[["CheckResult", TextIO, bool], Any]
+Writer = Callable[..., Any]
 
 
 def writer_for(name: str) -> Writer:
