@@ -126,6 +126,13 @@ def test_exclude_settings_and_the_command_line(project: Path) -> None:
     assert 'exclude = ["missing.py"]' in shown and 'extend-exclude = ["drafts.py"]' in shown
 
 
+def test_fix_leaves_excluded_files_alone(project: Path) -> None:
+    everything = run_cli("fix", ".", cwd=project)
+    assert "+++ sglang/srt/models/wrapper_param.py" in everything.stdout
+    fewer = run_cli("fix", ".", "--extend-exclude", "wrapper_*.py", cwd=project)
+    assert "wrapper_" not in fewer.stdout and fewer.stdout != everything.stdout
+
+
 def test_exclude_must_hold_patterns(project: Path) -> None:
     _settings(project, "exclude = [1]\n")
     done = run_cli("check", ".", cwd=project)
