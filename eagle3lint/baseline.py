@@ -153,16 +153,17 @@ def read_baseline(path: Path) -> Counter[Key]:
     return counts
 
 
-def filter_new(findings: list[Finding], baseline: Counter[Key], engine: Engine) -> tuple[list[Finding], int]:
-    """The findings not covered by the baseline, and how many were."""
+def filter_new(findings: list[Finding], baseline: Counter[Key], engine: Engine) -> tuple[list[Finding], list[Finding]]:
+    """The findings not covered by the baseline, and those that were (SARIF carries them as
+    suppressed results)."""
     remaining = Counter(baseline)
     new: list[Finding] = []
-    known = 0
+    known: list[Finding] = []
     for finding in findings:
         key = finding_key(finding, engine)
         if remaining[key] > 0:
             remaining[key] -= 1
-            known += 1
+            known.append(finding)
         else:
             new.append(finding)
     return new, known

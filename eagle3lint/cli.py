@@ -17,11 +17,12 @@ from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
 from eagle3lint.interrupts import EXIT_INTERRUPTED
 from eagle3lint.report import FORMATS
+from eagle3lint.report.paths import line_path, line_text
 
 if TYPE_CHECKING:
     from eagle3lint.config import Settings
+    from eagle3lint.findings import FileError
     from eagle3lint.result import CheckResult
-from eagle3lint.report.paths import line_path
 
 __all__ = ["cli", "main", "resolve_engine", "resolve_engines"]
 
@@ -52,10 +53,45 @@ def with_engine_options(settings: Settings, chosen: tuple[str, ...]) -> Settings
 
 
 def _split_codes(values: tuple[str, ...]) -> list[str]:
+    """``--select E3L001,wrapper-delegation-gap --select E3L1``: codes, prefixes or rule names
+    (comma-separated, repeatable), as codes; one that names nothing is a usage error."""
+    from eagle3lint.engines import known_rule_codes
+    from eagle3lint.rule_codes import resolve_code
+
+    known = known_rule_codes()
     out: list[str] = []
-    for value in values:
-        out.extend(v.strip().upper() for v in value.split(",") if v.strip())
+    for value in _split_list(values):
+        code = resolve_code(value, known)
+        if code is None:
+            raise UsageError(f"unknown rule code {value!r} (a code, a prefix of one, or a rule's name: see `eagle3lint rules`)")
+        out.append(code)
     return out
+
+
+def _split_list(values: tuple[str, ...]) -> list[str]:
+    return [v.strip() for value in values for v in value.split(",") if v.strip()]
+
+
+def exclude_options(func: F) -> F:
+    func = click.option(
+        "--extend-exclude", multiple=True, metavar="PATTERN",
+        help="Glob patterns of files not to report on, added to the settings' exclude (comma-separated, repeatable).",
+    )(func)
+    func = click.option(
+        "--exclude", multiple=True, metavar="PATTERN",
+        help="Glob patterns of files not to report on, replacing the settings' exclude (comma-separated, repeatable).",
+    )(func)
+    return func
+
+
+def with_excludes(settings: Settings, exclude: tuple[str, ...], extend_exclude: tuple[str, ...]) -> Settings:
+    """The settings' ``exclude`` (replaced by ``--exclude``) and ``extend-exclude`` (extended by
+    ``--extend-exclude``), as ruff takes them."""
+    if exclude:
+        settings.exclude = _split_list(exclude)
+    if extend_exclude:
+        settings.extend_exclude = [*settings.extend_exclude, *_split_list(extend_exclude)]
+    return settings
 
 
 class _LazyGroup(click.Group):
@@ -94,16 +130,20 @@ def config_option(func: F) -> F:
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @engine_options
 @config_option
-@click.option("--format", "output_format", type=click.Choice(list(FORMATS)), help="Output format (default: concise, or output-format in the settings).")
-@click.option("--select", multiple=True, help="Rule codes or prefixes to enable, replacing the defaults (comma-separated).")
-@click.option("--extend-select", multiple=True, help="Rule codes or prefixes to enable on top of the selection.")
-@click.option("--ignore", multiple=True, help="Rule codes or prefixes to disable (comma-separated).")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(list(FORMATS)), help="Output format (default: concise, or output-format in the settings).")
+@click.option("--select", multiple=True, help="Rule codes, prefixes or names to enable, replacing the defaults (comma-separated).")
+@click.option("--extend-select", multiple=True, help="Rule codes, prefixes or names to enable on top of the selection.")
+@click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to disable (comma-separated).")
+@exclude_options
 @click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), help="Report only findings not recorded in this baseline file.")
 @click.option("--no-baseline", is_flag=True, help="Report every finding, whatever baseline the settings name.")
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), help="Record today's findings in this file and exit 0.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="Exit 1 for findings at or above this severity (default: warning, or fail-on in the settings).")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported (2 still means an error).")
+@click.option("--statistics", is_flag=True, help="Instead of the findings, how many there are of each rule (JSON with --format json).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification and verdict.")
+@click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, nothing at all when there are none.")
 @launch_options
 def check(
     paths: tuple[Path, ...],
@@ -115,21 +155,28 @@ def check(
     select: tuple[str, ...],
     extend_select: tuple[str, ...],
     ignore: tuple[str, ...],
+    exclude: tuple[str, ...],
+    extend_exclude: tuple[str, ...],
     baseline_file: Path | None,
     no_baseline: bool,
     write_baseline_file: Path | None,
     no_cache: bool,
     fail_on: str | None,
+    exit_zero: bool,
+    statistics: bool,
     verbose: bool,
+    quiet: bool,
     engine_option: tuple[str, ...],
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
     from eagle3lint.config import load_settings
     from eagle3lint.file_scope import engine_files, is_file_list
 
-    settings = with_engine_options(load_settings(config_file), engine_option)
+    settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     if no_baseline and baseline_file is not None:
         raise UsageError("--baseline and --no-baseline contradict each other")
+    if quiet and verbose:
+        raise UsageError("--quiet and --verbose contradict each other")
     if write_baseline_file is not None or no_baseline:
         settings.baseline = None  # a new baseline records every finding, not only new ones
     # The baseline files are checked before the run: a folder, a pipe or a device named there
@@ -154,7 +201,6 @@ def check(
     from eagle3lint.runner import run_check
 
     selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
-    _validate_codes([*selected, *extended, *ignored])
     targets = resolve_engines(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
@@ -164,7 +210,7 @@ def check(
             from eagle3lint.file_scope import widen_for_call_site_changes
 
             scope, widening = widen_for_call_site_changes(found, scope)
-            for path in widening:
+            for path in widening if not quiet else ():
                 click.echo(f"eagle3lint: {line_path(str(path))} touches the engine's EAGLE-3 calls; checking every model", err=True)
         result = run_check(
             found,
@@ -178,8 +224,7 @@ def check(
             # Each finding's fix (applicability, description, diff), in the formats that carry it.
             with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
         )
-        for error in result.errors:
-            click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
+        say_errors(result.errors)
         results.append((result, scope))
     for result, scope in results:
         _refuse_empty_scope(result, scope if paths else [])
@@ -190,18 +235,32 @@ def check(
 
         count = write_baseline(write_baseline_file, [(result.findings, result.engine) for result, _ in results])
         read = " and ".join(engine_label(result.engine) for result, _ in results)
-        click.echo(
-            f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} of {read} to baseline {line_path(str(write_baseline_file))}",
-            err=True,
-        )
+        if not quiet:
+            click.echo(
+                f"eagle3lint: wrote {count} finding{'s' if count != 1 else ''} of {read} to baseline {line_path(str(write_baseline_file))}",
+                err=True,
+            )
         sys.exit(EXIT_ERROR if errors else EXIT_CLEAN)
-    write_reports(chosen_format, [result for result, _ in results], sys.stdout, verbose)
+    if statistics:
+        from eagle3lint.report.statistics import write_statistics
+
+        for result, _ in results:
+            write_statistics(result, sys.stdout, as_json=chosen_format == "json", quiet=quiet)
+    else:
+        write_reports(chosen_format, [result for result, _ in results], sys.stdout, verbose, quiet=quiet)
     if errors:
         sys.exit(EXIT_ERROR)
     from eagle3lint.runner import fails
 
     threshold = fail_on or settings.fail_on
-    sys.exit(EXIT_FINDINGS if any(fails(result.findings, threshold) for result, _ in results) else EXIT_CLEAN)
+    failing = any(fails(result.findings, threshold) for result, _ in results) and not exit_zero
+    sys.exit(EXIT_FINDINGS if failing else EXIT_CLEAN)
+
+
+def say_errors(errors: list[FileError]) -> None:
+    """Each file a run could not read, on standard error: its name and the problem, escaped."""
+    for error in errors:
+        click.echo(f"{line_path(error.path)}: error: {line_text(error.message)}", err=True)
 
 
 def _nothing_to_check(paths: tuple[Path, ...], engine: str | None, verbose: bool) -> tuple[Path, ...]:
@@ -252,14 +311,6 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
             raise UsageError(f"{line_path(str(path))}: in a {other.name} tree, not {engine} (--engine / engine =)")
 
 
-def _validate_codes(codes: list[str]) -> None:
-    from eagle3lint.engines import is_known_code
-
-    for code in codes:
-        if not is_known_code(code):
-            raise UsageError(f"unknown rule code {code!r} (see `eagle3lint rules`)")
-
-
 @cli.command("show-config")
 @config_option
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
@@ -274,7 +325,7 @@ def show_config(config_file: Path | None, output_format: str) -> None:
 @cli.command()
 @click.argument("path", required=False, type=click.Path(path_type=Path))
 @engine_options
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--format", "--output-format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def contract(path: Path | None, engine: str | None, engine_root: Path | None, release: str | None, output_format: str) -> None:
     """Print the EAGLE-3 interface as derived from the engine's own source."""
     import json
@@ -289,8 +340,7 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
         sys.stdout.write("\n")
     else:
         write_contract_text(result, sys.stdout)
-    for error in result.errors:
-        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
+    say_errors(result.errors)
     sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
 
 
@@ -298,7 +348,8 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @engine_options
 @config_option
-@click.option("--format", "output_format", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@click.option("--format", "--output-format", "output_format", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
+@exclude_options
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("-v", "--verbose", is_flag=True, help="Table: the whole reason and every condition on a row of its own, however long.")
 @launch_options
@@ -309,6 +360,8 @@ def models(
     release: str | None,
     config_file: Path | None,
     output_format: str,
+    exclude: tuple[str, ...],
+    extend_exclude: tuple[str, ...],
     no_cache: bool,
     verbose: bool,
     engine_option: tuple[str, ...],
@@ -318,15 +371,14 @@ def models(
     from eagle3lint.report import matrix
     from eagle3lint.runner import run_check
 
-    settings = with_engine_options(load_settings(config_file), engine_option)
+    settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     extra = [p for o in settings.engines.values() for p in o.extra_models]
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
     # Each model's fix applicability comes from its findings' fixes.
     result = run_check(found, scope, settings=settings, use_cache=not no_cache, with_fixes=True)
-    for error in result.errors:
-        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
+    say_errors(result.errors)
     _refuse_empty_scope(result, scope if paths else [])
     if output_format == "table":
         matrix.write_table(result, sys.stdout, verbose=verbose)
@@ -408,8 +460,8 @@ def _run(argv: list[str] | None) -> None:
     except click.ClickException as exc:
         exc.show()
         sys.exit(EXIT_ERROR)
-    except UsageError as exc:
-        click.echo(f"eagle3lint: error: {exc}", err=True)
+    except UsageError as exc:  # messages name files and settings the user may not have written
+        click.echo(f"eagle3lint: error: {line_text(str(exc))}", err=True)
         sys.exit(EXIT_ERROR)
     except KeyboardInterrupt:
         interrupts.say_interrupted()

@@ -71,6 +71,9 @@ class Settings:
     extend_select: list[str] = field(default_factory=list)
     ignore: list[str] = field(default_factory=list)
     per_file_ignores: dict[str, list[str]] = field(default_factory=dict)
+    # Glob patterns of files not to report on (``--exclude`` replaces ``exclude``; both extend).
+    exclude: list[str] = field(default_factory=list)
+    extend_exclude: list[str] = field(default_factory=list)
     unsafe_fixes: bool = False
     output_format: str | None = None
     baseline: Path | None = None
@@ -115,6 +118,8 @@ class Settings:
             "extend-select": self.extend_select,
             "ignore": self.ignore,
             "per-file-ignores": self.per_file_ignores,
+            "exclude": self.exclude,
+            "extend-exclude": self.extend_exclude,
             "unsafe-fixes": self.unsafe_fixes,
             "output-format": self.output_format,
             "baseline": str(self.baseline) if self.baseline else None,
@@ -139,6 +144,8 @@ _TOP_KEYS: dict[str, type] = {
     "extend-select": list,
     "ignore": list,
     "per-file-ignores": dict,
+    "exclude": list,
+    "extend-exclude": list,
     "unsafe-fixes": bool,
     OUTPUT_FORMATS_KEY: str,
     "baseline": str,
@@ -203,16 +210,25 @@ def _check_keys(path: Path, where: str, table: dict[str, Any], allowed: dict[str
             raise ConfigError(f"{path}: {where}: '{key}' must be {_TYPE_NAMES[expected]}, not {type(value).__name__}")
 
 
-def _codes(path: Path, where: str, key: str, values: list[Any], known: set[str]) -> list[str]:
+def _codes(path: Path, where: str, key: str, values: list[Any], known: dict[str, str]) -> list[str]:
+    """Rule codes, prefixes or names (``wrapper-delegation-gap``), as codes."""
+    from eagle3lint.rule_codes import resolve_code
+
     out = []
     for value in values:
         if not isinstance(value, str):
             raise ConfigError(f"{path}: {where}: '{key}' must hold strings, found {value!r}")
-        code = value.strip().upper()
-        if code != "ALL" and not any(k.startswith(code) for k in known):
-            raise ConfigError(f"{path}: {where}: '{key}' names unknown rule code '{value}'")
+        code = resolve_code(value, known)
+        if code is None:
+            raise ConfigError(f"{path}: {where}: '{key}' names unknown rule code '{value}' (a code, a prefix of one, or a rule's name: `eagle3lint rules`)")
         out.append(code)
     return out
+
+
+def _patterns(path: Path, where: str, key: str, values: list[Any]) -> list[str]:
+    if not all(isinstance(v, str) and v.strip() for v in values):
+        raise ConfigError(f"{path}: {where}: '{key}' must hold glob patterns (non-empty strings)")
+    return [v.strip() for v in values]
 
 
 def _severity(path: Path, where: str, key: str, value: Any) -> str:
@@ -249,7 +265,7 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {where} must be a table, not {_toml_type(table)}")
     _check_keys(path, where, table, _TOP_KEYS)
-    known = set(known_rule_codes())
+    known = known_rule_codes()
     settings = Settings(path=path.resolve())
     base = path.resolve().parent
     if "engine" in table:
@@ -268,6 +284,8 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
         if not isinstance(codes, list):
             raise ConfigError(f"{path}: {where}: 'per-file-ignores' values must be arrays of codes ('{pattern}')")
         settings.per_file_ignores[pattern] = _codes(path, where, f"per-file-ignores.{pattern}", codes, known)
+    settings.exclude = _patterns(path, where, "exclude", table.get("exclude", []))
+    settings.extend_exclude = _patterns(path, where, "extend-exclude", table.get("extend-exclude", []))
     settings.unsafe_fixes = table.get("unsafe-fixes", False)
     if OUTPUT_FORMATS_KEY in table:
         if table[OUTPUT_FORMATS_KEY] not in FORMATS:

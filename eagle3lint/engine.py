@@ -9,13 +9,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3lint.plugins import Distribution, PluginPackage
+from eagle3lint.plugins import Distribution, PluginPackage, is_version
 from eagle3lint.rulepack import RulePack
 
 if TYPE_CHECKING:
     from eagle3lint.adapter import EngineAdapter
 
-_VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)['"]""", re.M)
+# One quoted string on the assignment's own line: a string that spans lines (a ``_version.py``
+# whose docstring holds a forged one) is not a version.
+_VERSION_RE = re.compile(r"""^__version__[ \t]*=[ \t]*(?:version[ \t]*=[ \t]*)?['"]([^'"\r\n]+)['"]""", re.M)
 
 
 @dataclass(frozen=True)
@@ -162,6 +164,6 @@ def read_version(root: Path, pack: RulePack) -> str:
             continue
         for match in _VERSION_RE.finditer(text):
             version = match.group(1)
-            if re.match(r"^\d", version):
+            if version[0].isdigit() and is_version(version):
                 return version
     return "unknown"

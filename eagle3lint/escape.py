@@ -21,10 +21,13 @@ _CONTROL = (
 )
 
 
-def line_text(text: str) -> str:
+def line_text(text: str, tabsize: int | None = None) -> str:
     """``text`` for one line of a terminal report: control characters shown escaped, so that
     text from analysed files (a name, a version, a checkpoint's config value) can neither
-    drive the terminal nor break its line in two."""
+    drive the terminal nor break its line in two. ``tabsize``: a line of source code shown as
+    code, its tabs expanded to spaces (not written ``\\t``)."""
+    if tabsize is not None:
+        text = text.expandtabs(tabsize)
     return text.translate(_CONTROL)
 
 

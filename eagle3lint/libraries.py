@@ -22,10 +22,11 @@ from pathlib import Path
 from eagle3lint.adapter import LibraryWanted
 from eagle3lint.engine import Engine, Library
 from eagle3lint.errors import ReleaseFetchError, UsageError
+from eagle3lint.plugins import is_version
 
 _REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)(?:;(?P<marker>[^#]*))?")
 _CLAUSE = re.compile(r"^\s*(?P<op>===|==|~=|!=|<=|>=|<|>)\s*(?P<version>[0-9][0-9A-Za-z.*+!-]*)\s*$")
-_VERSION = re.compile(r"""^__version__\s*=\s*['"]([^'"]+)['"]""", re.M)
+_VERSION = re.compile(r"""^__version__[ \t]*=[ \t]*['"]([^'"\r\n]+)['"]""", re.M)
 _TABLES = "eagle3lint-model-types.json"
 
 
@@ -152,7 +153,7 @@ def _installed_version(root: Path) -> str:
         match = _VERSION.search((root / "__init__.py").read_text(encoding="utf-8", errors="replace"))
     except OSError:
         return "unknown"
-    return match.group(1) if match else "unknown"
+    return match.group(1) if match and is_version(match.group(1)) else "unknown"
 
 
 def _wanted_files(name: str) -> Callable[[str], bool]:

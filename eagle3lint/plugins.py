@@ -27,6 +27,24 @@ else:  # pragma: no cover - Python 3.10
 
 # Metadata files are small; anything larger is not one.
 _MAX_METADATA_BYTES = 4 << 20
+# What a distribution's name and version may look like (PEP 508 names; PEP 440 versions, loosely:
+# local labels, epochs, a leading ``v``). Text that is not one (a version spanning lines, holding
+# escapes or a forged ``::error`` command) is not shown as one: the distribution is not read.
+_NAME = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]{0,126}[A-Za-z0-9])?")
+_VERSION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+!-]{0,126}")
+
+
+def is_version(text: str) -> bool:
+    """Whether ``text`` (a version read from a package's files) can be a version at all."""
+    return _VERSION.fullmatch(text) is not None
+
+
+def _distribution(name: object, version: object, origin: str) -> Distribution | None:
+    """The distribution a packaging file names, when its name and version are a name and a
+    version; None otherwise."""
+    if isinstance(name, str) and isinstance(version, str) and _NAME.fullmatch(name) and is_version(version):
+        return Distribution(name, version, origin)
+    return None
 
 
 @dataclass(frozen=True)
@@ -182,7 +200,7 @@ def _pyproject(path: Path, errors: list[FileError]) -> tuple[Distribution | None
         errors.append(FileError(str(path), "[project] is not a table; its entry points are not read"))
         return None, []
     name, version = project.get("name"), project.get("version")
-    dist = Distribution(name, version, str(path)) if isinstance(name, str) and isinstance(version, str) else None
+    dist = _distribution(name, version, str(path))
     points: list[EntryPoint] = []
     groups = project.get("entry-points", {})
     if not isinstance(groups, dict):
@@ -230,7 +248,7 @@ def _setup_py(path: Path, errors: list[FileError]) -> tuple[Distribution | None,
             except (ValueError, TypeError, SyntaxError, RecursionError):
                 continue
     name, version = literal.get("name"), literal.get("version")
-    dist = Distribution(name, version, str(path)) if isinstance(name, str) and isinstance(version, str) else None
+    dist = _distribution(name, version, str(path))
     points: list[EntryPoint] = []
     groups = literal.get("entry_points")
     if isinstance(groups, dict):
@@ -261,12 +279,12 @@ def read_distribution(root: Path, errors: list[FileError] | None = None) -> tupl
         metadata = info / ("METADATA" if (info / "METADATA").is_file() else "PKG-INFO")
         text = _read_text(metadata)
         fields = _metadata_fields(text) if text else None
-        return (Distribution(fields[0], fields[1], str(metadata)) if fields else None), _entry_points_txt(info / "entry_points.txt", errors)
+        return (_distribution(*fields, str(metadata)) if fields else None), _entry_points_txt(info / "entry_points.txt", errors)
     dist: Distribution | None = None
     points: list[EntryPoint] = []
     pkg_info = _read_text(project / "PKG-INFO")
     if pkg_info is not None and (fields := _metadata_fields(pkg_info)):
-        dist = Distribution(fields[0], fields[1], str(project / "PKG-INFO"))
+        dist = _distribution(*fields, str(project / "PKG-INFO"))
     for reader, filename in ((_pyproject, "pyproject.toml"), (_setup_py, "setup.py")):
         found, found_points = reader(project / filename, errors)
         dist = dist or found

@@ -30,8 +30,18 @@ class CheckResult:
     scope: list[Path] = field(default_factory=list)
     # The launch configuration the verdicts assume (None: the engine's defaults).
     options: EngineOptions | None = None
+    # What ``suppressed`` and ``baselined`` count (SARIF carries them, marked suppressed), and the
+    # baseline the run read (None: none).
+    suppressed_findings: list[Finding] = field(default_factory=list)
+    baselined_findings: list[Finding] = field(default_factory=list)
+    baseline: str | None = None
+    # Files ``exclude``/``extend-exclude`` name: neither their findings nor their models are reported.
+    excluded: frozenset[str] = frozenset()
+
+    def in_reporting_scope(self, model: ModelClass) -> bool:
+        return (not self.scope or model.in_scope(self.scope)) and model.path not in self.excluded
 
     def reported_models(self) -> list[ModelClass]:
         """The classes the run gives a verdict, in the reporting scope: what ``check -v``, the
         JSON summary and ``models`` all list and count."""
-        return [m for m in self.models if m.status and (not self.scope or m.in_scope(self.scope))]
+        return [m for m in self.models if m.status and self.in_reporting_scope(m)]

@@ -34,3 +34,15 @@ def code_matches(code: str, known: Mapping[str, str]) -> bool:
     """``code`` names a rule of ``known``, or is a prefix of one (``E3L0``), or is ``ALL``."""
     upper = code.upper()
     return upper == "ALL" or any(k.startswith(upper) for k in known)
+
+
+def resolve_code(value: str, known: Mapping[str, str]) -> str | None:
+    """What ``value`` (a ``--select`` item, a ``select =`` entry) names, as a code: a code or a
+    prefix of one, upper-cased (``e3l0`` -> ``E3L0``), ``ALL``, or the code of the rule whose name
+    it is (``wrapper-delegation-gap`` -> ``E3L004``, as ``explain`` takes names); None when it
+    names nothing."""
+    text = value.strip()
+    for code, name in known.items():
+        if name == text.lower():
+            return code
+    return text.upper() if text and code_matches(text, known) else None

@@ -6,7 +6,6 @@ Then, in order: per-file ignores, suppression comments, rules about suppressions
 from __future__ import annotations
 
 import dataclasses
-import fnmatch
 import gc
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -262,6 +261,10 @@ def _cacheable(result: CheckResult) -> dict[str, object]:
         "index": None,
         "suppressed": result.suppressed,
         "baselined": result.baselined,
+        "suppressed_findings": result.suppressed_findings,
+        "baselined_findings": result.baselined_findings,
+        "baseline": result.baseline,
+        "excluded": result.excluded,
         "scope": [str(p) for p in result.scope],  # plain strings: the cache loads no pathlib
     }
 
@@ -325,13 +328,19 @@ def _evaluate(
     _override_severities(findings, settings.severity)
     generated = findings
     findings = [f for f in findings if in_scope(f.path, scope) or _model_in_scope(f, models, scope)]
+    # ``exclude``: files not reported on (their models still inform the analysis of others); a
+    # finding goes with its file and with its model's (a stub inherited from a base elsewhere).
+    excluded = _excluded_paths(models, findings, settings)
+    if excluded:
+        model_paths = {f"{m.ref.module}.{m.ref.qualname}": m.path for m in models}
+        findings = [f for f in findings if f.path not in excluded and model_paths.get(f.qualname) not in excluded]
     findings = _per_file_ignores(findings, settings)
     per_file = {m.path: m.suppressions for m in index.modules.values() if m is not None}
     class_lines = {f"{m.ref.module}.{m.ref.qualname}": (m.path, m.summary.lineno) for m in models}
     outcome = apply_suppressions(findings, per_file, class_lines)
     findings = _settle_replacements(generated, outcome.kept)
     for path, entry in per_file.items():
-        if not in_scope(path, scope):
+        if not in_scope(path, scope) or path in excluded:
             continue
         unused = [c for c in entry.comments if (path, c) not in outcome.used]
         if unused:
@@ -340,7 +349,7 @@ def _evaluate(
         if rule.after_suppressions:
             findings.extend(rule().check(ctx))
     findings.sort(key=Finding.sort_key)
-    baselined = 0
+    baselined: list[Finding] = []
     baseline_path = baseline or settings.baseline
     if baseline_path is not None:
         from eagle3lint.baseline import filter_new, read_baseline
@@ -353,7 +362,9 @@ def _evaluate(
     errors = sorted(read | packaging, key=lambda e: (e.path, e.message))
     return CheckResult(
         engine, contract, findings, errors, models, unresolved, ctx.notes, index,
-        suppressed=len(outcome.suppressed), baselined=baselined, scope=scope, options=ctx.options,
+        suppressed=len(outcome.suppressed), baselined=len(baselined), scope=scope, options=ctx.options,
+        suppressed_findings=sorted(outcome.suppressed, key=Finding.sort_key), baselined_findings=baselined,
+        baseline=str(baseline_path) if baseline_path is not None else None, excluded=excluded,
     )
 
 
@@ -414,23 +425,26 @@ def _settle_replacements(generated: list[Finding], kept: list[Finding]) -> list[
 def _per_file_ignores(findings: list[Finding], settings: Settings) -> list[Finding]:
     if not settings.per_file_ignores:
         return findings
-    root = settings.root.resolve()
+    from eagle3lint.path_patterns import matches
+
+    root = settings.root
     kept = []
     for finding in findings:
-        path = Path(tree_path(finding.path))
-        try:
-            rel = path.relative_to(root).as_posix()
-        except ValueError:
-            rel = path.as_posix()
-        ignored = False
-        for pattern, codes in settings.per_file_ignores.items():
-            if fnmatch.fnmatch(rel, pattern) or fnmatch.fnmatch(path.name, pattern):
-                if any(finding.code.startswith(c) or c == "ALL" for c in codes):
-                    ignored = True
-                    break
-        if not ignored:
+        codes = [c for pattern, codes in settings.per_file_ignores.items() if matches(finding.path, [pattern], root) for c in codes]
+        if not any(finding.code.startswith(c) or c == "ALL" for c in codes):
             kept.append(finding)
     return kept
+
+
+def _excluded_paths(models: list[ModelClass], findings: list[Finding], settings: Settings) -> frozenset[str]:
+    """The files of the run's models and findings that ``exclude``/``extend-exclude`` name."""
+    patterns = [*settings.exclude, *settings.extend_exclude]
+    if not patterns:
+        return frozenset()
+    from eagle3lint.path_patterns import matches
+
+    paths = {m.path for m in models} | {f.path for f in findings}
+    return frozenset(p for p in paths if matches(p, patterns, settings.root, folders=True))
 
 
 def _model_in_scope(finding: Finding, models: list[ModelClass], scope: list[Path]) -> bool:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from eagle3lint.config import DEFAULT_OUTPUT_FORMAT, ENGINE_NAMES, Settings
+from eagle3lint.escape import line_text
 
 # What an unset setting without a value of its own means (a default comment says it).
 _DISCOVERED = "discovered from the PATHs"
@@ -48,6 +49,8 @@ def shown_settings(settings: Settings) -> list[ShownSetting]:
         item("extend-select", settings.extend_select),
         item("ignore", settings.ignore),
         item("per-file-ignores", settings.per_file_ignores),
+        item("exclude", settings.exclude),
+        item("extend-exclude", settings.extend_exclude),
         item("unsafe-fixes", settings.unsafe_fixes),
         item("output-format", settings.output_format or DEFAULT_OUTPUT_FORMAT),
         item("baseline", str(settings.baseline) if settings.baseline else None, "every finding is reported"),
@@ -80,9 +83,9 @@ def _off_by_default() -> str:
 def write_text(settings: Settings, out: TextIO) -> None:
     items = shown_settings(settings)
     if settings.path:
-        out.write(f"# Settings in effect, from {settings.path}.\n# '# default': not set in that file.\n")
+        out.write(f"# Settings in effect, from {line_text(str(settings.path))}.\n# '# default': not set in that file.\n")
     else:
-        out.write(f"# Settings in effect: no pyproject.toml with [tool.eagle3lint] from {Path.cwd()} up, so all are defaults.\n")
+        out.write(f"# Settings in effect: no pyproject.toml with [tool.eagle3lint] from {line_text(str(Path.cwd()))} up, so all are defaults.\n")
     lines = [(s.text_line(), s) for s in items]
     # Comments line up, except after a long value (the default selection), which is not padded.
     width = max(len(text) for text, _ in lines if len(text) <= _ALIGN_LIMIT)

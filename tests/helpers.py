@@ -30,8 +30,9 @@ def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | No
     (``tests/forked_cli.py``), else a subprocess; ``EAGLE3LINT_TESTS_SUBPROCESS=1`` forces the
     latter for every run."""
     if env is None:
-        # The checkout under test comes first, installed or not, whatever the cwd.
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        # The checkout under test comes first, installed or not, whatever the cwd; a
+        # FORCE_COLOR of the shell running the tests would colour the output they read.
+        env = {**plain_environ(), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
     argv = list(map(str, args))
     if forked_cli.forkable(env) and not os.environ.get("EAGLE3LINT_TESTS_SUBPROCESS"):
         done = forked_cli.run_forked(argv, cwd, env, timeout=600)
@@ -44,6 +45,11 @@ def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | No
         # Outside the release tests, --release is there to be refused, never to analyse.
         assert done.returncode == 2, f"a test using a real release must be marked release: {args}"
     return done
+
+
+def plain_environ() -> dict[str, str]:
+    """This process's environment without the variables that colour the CLI's output."""
+    return {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
 
 
 def show_downloads(stderr: str | bytes) -> None:

@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.helpers import REPO
+from tests.helpers import REPO, plain_environ
 
 # Generous on a loaded two-core machine: what these runs check finishes in seconds, and before
 # the fixes they ran for minutes (or forever).
@@ -15,7 +15,7 @@ TIMEOUT_S = 120
 
 
 def cli_env(**extra: str) -> dict[str, str]:
-    return {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), **extra}
+    return {**plain_environ(), "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])), **extra}
 
 
 def run_bounded(*args: str | Path, cwd: Path | None = None, timeout: float = TIMEOUT_S, **popen: object) -> subprocess.CompletedProcess[str]:

@@ -23,14 +23,16 @@ from eagle3lint.cli import (
     EXIT_FINDINGS,
     _nothing_to_check,
     _split_codes,
-    _validate_codes,
     config_option,
     engine_options,
+    exclude_options,
     resolve_engine,
+    say_errors,
+    with_excludes,
 )
 from eagle3lint.errors import UsageError
 from eagle3lint.fix.planner import finding_key
-from eagle3lint.report.paths import line_path
+from eagle3lint.report.paths import line_path, line_text
 from eagle3lint.verify.cli import optional_verify_run_options
 
 EXIT_TERMINATED = 128 + signal.SIGTERM
@@ -83,10 +85,13 @@ def _terminate_as_interrupt() -> Iterator[None]:
 @engine_options
 @click.option("--apply", "apply_fixes", is_flag=True, help="Write the fixes (default: print them as a unified diff).")
 @click.option("--unsafe-fixes", is_flag=True, help="Also include unsafe fixes (they change `forward` or guess a name).")
-@click.option("--select", multiple=True, help="Rule codes or prefixes to fix (comma-separated).")
-@click.option("--ignore", multiple=True, help="Rule codes or prefixes to leave alone (comma-separated).")
+@click.option("--select", multiple=True, help="Rule codes, prefixes or names to fix (comma-separated).")
+@click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to leave alone (comma-separated).")
+@exclude_options
 @config_option
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error).")
+@click.option("-q", "--quiet", is_flag=True, help="No summary: the diff (dry run) and what went wrong, nothing else.")
 @click.option("--verify", "then_verify", is_flag=True, help="After --apply, launch the patched engine with EAGLE-3 and report (see `eagle3lint verify`).")
 @optional_verify_run_options
 @_sigterm_ends_apply_cleanly
@@ -99,8 +104,12 @@ def fix(
     unsafe_fixes: bool,
     select: tuple[str, ...],
     ignore: tuple[str, ...],
+    exclude: tuple[str, ...],
+    extend_exclude: tuple[str, ...],
     config_file: Path | None,
     no_cache: bool,
+    exit_zero: bool,
+    quiet: bool,
     then_verify: bool,
     **verify_values: Any,
 ) -> None:
@@ -115,7 +124,7 @@ def fix(
         raise UsageError("--verify runs the patched engine: it needs --apply")
     if then_verify and not (verify_values.get("model_path") and verify_values.get("draft_model_path")):
         raise UsageError("--verify needs --model-path and --draft-model-path")
-    settings = load_settings(config_file)
+    settings = with_excludes(load_settings(config_file), exclude, extend_exclude)
     unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
     original_paths = paths
     if not release and is_file_list(paths) and not then_verify:
@@ -124,13 +133,12 @@ def fix(
         paths = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, extra))
         # None in an engine tree: a commit's scripts and docs exit at once; a model file is said.
         paths = paths or _nothing_to_check(original_paths, engine or settings.engine, verbose=False)
-    from eagle3lint.fix.diff import diff_base, diff_label, unified_diff
+    from eagle3lint.fix.diff import diff_base, diff_label, terminal_diff, unified_diff
     from eagle3lint.fix.session import prepare_fixes, write_changes
     from eagle3lint.fix.tally import summary_lines, tally_fixes
     from eagle3lint.runner import run_check
 
     selected, ignored = _split_codes(select), _split_codes(ignore)
-    _validate_codes([*selected, *ignored])
     extra_models = [p for o in settings.engines.values() for p in o.extra_models]
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release,
@@ -140,8 +148,7 @@ def fix(
         found, scope, select=selected or None, ignore=ignored or None, settings=settings, use_cache=not no_cache,
         need_index=True,
     )
-    for error in result.errors:
-        click.echo(f"{line_path(error.path)}: error: {error.message}", err=True)
+    say_errors(result.errors)
     outcome = prepare_fixes(result, scope, selected or None, ignored or None, unsafe_fixes=unsafe_fixes)
     if apply_fixes and release:
         # A plugin's files are the user's to edit; the release's are a shared download.
@@ -152,7 +159,7 @@ def fix(
     status = EXIT_ERROR if result.errors else EXIT_CLEAN
     for rejection in outcome.rejections:
         f = rejection.fix.finding
-        click.echo(f"{line_path(f.path)}:{f.line}: {f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}", err=True)
+        click.echo(f"{line_path(f.path)}:{f.line}: {line_text(f'{f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}')}", err=True)
     base_note = ""
     if apply_fixes:
         from eagle3lint.fix.write import remove_stale_temp_files, write_target
@@ -164,7 +171,7 @@ def fix(
         problems = write_changes(outcome)
         for path, problem in problems.items():
             if problem:
-                click.echo(f"{line_path(path)}: not written: {problem}", err=True)
+                click.echo(f"{line_path(path)}: not written: {line_text(problem)}", err=True)
                 status = EXIT_ERROR
         written = [p for p, problem in problems.items() if problem is None]
         unwritten = [p for p, problem in problems.items() if problem is not None]
@@ -177,18 +184,21 @@ def fix(
             remaining = [f for f in result.findings if finding_key(f) not in done_keys]
     else:
         unwritten = []
+        # A diff to apply goes out as it is (``> fix.patch``); one a person reads at a terminal
+        # has the analysed files' control characters written out.
+        shown = terminal_diff if sys.stdout.isatty() else str
         for path, change in sorted(outcome.changes.items()):
-            sys.stdout.write(unified_diff(change.source.text, change.new_text, diff_label(path, found.source_root)))
+            sys.stdout.write(shown(unified_diff(change.source.text, change.new_text, diff_label(path, found.source_root))))
         changed_files = len(outcome.changes)
         if outcome.changes:
             bases = {diff_base(p, found.source_root) for p in outcome.changes}
             if bases != {Path.cwd().resolve()}:
-                base_note = f"; paths are relative to {', '.join(str(b) for b in sorted(bases))}"
+                base_note = f"; paths are relative to {', '.join(line_path(str(b)) for b in sorted(bases))}"
         remaining = result.findings
     tally = tally_fixes(outcome, unsafe_fixes, unwritten)
-    for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note, unwritten=len(unwritten)):
+    for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note, unwritten=len(unwritten)) if not quiet else ():
         click.echo(line, err=True)
-    if not tally.total and (result.suppressed or result.baselined):
+    if not tally.total and (result.suppressed or result.baselined) and not quiet:
         # A clean tree stays silent (a second run prints nothing); a tree that is clean only
         # because findings are suppressed or baselined says so.
         from eagle3lint.report.concise import hidden_counts
@@ -196,7 +206,7 @@ def fix(
         click.echo(f"Nothing to fix: no findings ({hidden_counts(result).rstrip('; ')}).", err=True)
     from eagle3lint.runner import fails
 
-    if fails(remaining, settings.fail_on):
+    if fails(remaining, settings.fail_on) and not exit_zero:
         status = max(status, EXIT_FINDINGS)
     if then_verify and status != EXIT_ERROR:
         status = _verify_patched(found.name, found.root, verify_values)
@@ -210,7 +220,7 @@ def _verify_patched(engine: str, engine_root: Path, values: dict[str, Any]) -> i
     from eagle3lint.verify.run import run_verify
     from eagle3lint.verify.wait import TerminalProgress
 
-    click.echo(f"Verifying the patched {engine} tree at {engine_root} ...", err=True)
+    click.echo(f"Verifying the patched {engine} tree at {line_path(str(engine_root))} ...", err=True)
     options = options_from_click(engine, engine_root, "human", **values)
     report = run_verify(options, TerminalProgress(sys.stderr))
     write_human(report, sys.stdout)

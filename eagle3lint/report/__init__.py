@@ -1,7 +1,8 @@
 """Reporters: one diagnostic model, many output formats.
 
 ``FORMATS`` maps a ``--format`` name to ``module:function``; the writer takes
-``(result, out, verbose)``. Modules are imported only when their format is asked for.
+``(result, out, verbose, *, quiet=False)`` (``quiet``: the findings alone, where the format has
+more than a document to write). Modules are imported only when their format is asked for.
 ``write_reports`` writes the reports of several engine trees checked in one run.
 """
 
@@ -22,7 +23,7 @@ FORMATS: dict[str, str] = {
     "github": "eagle3lint.report.github:write_github",
 }
 
-Writer = Callable[["CheckResult", TextIO, bool], Any]
+Writer = Callable[..., Any]
 # Formats that are one document: several engines' reports are merged into it, not written one
 # after the other.
 DOCUMENTS: dict[str, str] = {
@@ -37,13 +38,13 @@ def writer_for(name: str) -> Writer:
     return writer
 
 
-def write_reports(name: str, results: list[CheckResult], out: TextIO, verbose: bool) -> None:
+def write_reports(name: str, results: list[CheckResult], out: TextIO, verbose: bool, quiet: bool = False) -> None:
     """One engine's report as it always was; several engines' (two trees side by side) one
     after the other, each with its summary line, or, for a one-document format, in one document."""
     if len(results) == 1 or name not in DOCUMENTS:
         writer = writer_for(name)
         for result in results:
-            writer(result, out, verbose)
+            writer(result, out, verbose, quiet=quiet)
         return
     module_name, _, function = DOCUMENTS[name].partition(":")
     getattr(importlib.import_module(module_name), function)(results, out)

@@ -1,14 +1,22 @@
-"""``path:line:col: CODE message`` lines and a one-line summary, like ruff's default output."""
+"""``path:line:col: CODE message`` lines and a one-line summary, like ruff's default output.
+
+Every line goes out through ``line_text``: a message, a version or a name from the analysed
+tree holding a newline or an escape can neither break a line in two (a forged finding, a
+workflow command) nor drive the terminal."""
 
 from __future__ import annotations
 
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
-from eagle3lint.report.paths import engine_label, line_path
+from eagle3lint.report.colour import Painter, painter_for
+from eagle3lint.report.paths import engine_label, line_path, line_text
 from eagle3lint.verdicts import status_counts
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
+    from eagle3lint.findings import Finding
     from eagle3lint.result import CheckResult
 
 
@@ -20,7 +28,7 @@ def summary_line(result: CheckResult) -> str:
     tail = f"; {len(result.errors)} file{'s' if len(result.errors) != 1 else ''} could not be analysed" if result.errors else ""
     assumed = result.options.label() if result.options is not None else ""
     tail += f"; assuming {assumed}" if assumed else ""
-    return (
+    return line_text(
         f"{engine_label(result.engine)}: {found} "
         f"({hidden_counts(result)}{checked} model class{'es' if checked != 1 else ''} checked){tail}"
     )
@@ -42,14 +50,24 @@ def hidden_counts(result: CheckResult) -> str:
     return ", ".join(parts) + "; " if parts else ""
 
 
-def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+def finding_line(finding: Finding, root: Path, paint: Painter | None = None) -> str:
+    """``path:line:col: CODE message``, escaped; the path bold and the code in its severity's
+    colour when ``paint`` is on."""
+    paint = paint or Painter(False)
+    variant = f" [{finding.variant}]" if finding.variant else ""
+    where = paint.bold(line_path(finding.path, fallback_root=root))
+    code = paint.severity(line_text(finding.code), finding.severity)
+    return f"{where}:{finding.line}:{finding.column}: {code}{line_text(f'{variant} {finding.message}')}"
+
+
+def write_concise(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet: bool = False) -> None:
+    """``quiet``: the findings alone, no listing or summary (nothing at all on a clean run)."""
     root = result.engine.source_root
+    paint = painter_for(out)
     for finding in result.findings:
-        variant = f" [{finding.variant}]" if finding.variant else ""
-        out.write(
-            f"{line_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
-            f"{finding.code}{variant} {finding.message}\n"
-        )
+        out.write(finding_line(finding, root, paint) + "\n")
+    if quiet:
+        return
     if verbose:
         write_model_listing(result, out)
     out.write(summary_line(result) + "\n")
@@ -58,25 +76,29 @@ def write_concise(result: CheckResult, out: TextIO, verbose: bool = False) -> No
 def write_model_listing(result: CheckResult, out: TextIO) -> None:
     """What ``-v`` adds: every model class with its classification, unresolved entries, notes."""
     root = result.engine.source_root
+
+    def say(text: str) -> None:  # names, reasons and entry points come from the analysed tree
+        out.write(line_text(text) + "\n")
+
     for plugin in result.engine.plugins:
         points = "; ".join(f"{e.group}: {e.name} = {e.value}" for e in plugin.entry_points if e.group in result.engine.pack.plugin_groups)
-        out.write(f"  plugin        {plugin.label} ({line_path(str(plugin.root), fallback_root=root)}): {points or 'no entry point for this engine'}\n")
+        say(f"  plugin        {plugin.label} ({line_path(str(plugin.root), fallback_root=root)}): {points or 'no entry point for this engine'}")
     # The classes the run reports on; the engine's others (a plugin's run reads the engine's
     # registry too) are counted in one line, not listed.
-    shown = [m for m in result.models if not result.scope or m.in_scope(result.scope)]
+    shown = [m for m in result.models if result.in_reporting_scope(m)]
     for model in sorted(shown, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         outcome = f" ({model.outcome})" if model.outcome else ""
         verdict = f"; {model.status}{outcome}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
         origin = f"; {model.origin}" if model.origin else ""
-        out.write(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}\n")
+        say(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}")
     for entry in result.unresolved:
-        out.write(f"  unresolved    {entry.name} in {line_path(entry.path, fallback_root=root)}: {entry.reason}\n")
+        say(f"  unresolved    {entry.name} in {line_path(entry.path, fallback_root=root)}: {entry.reason}")
     for note in result.notes:
-        out.write(f"  note: {note}\n")
+        say(f"  note: {note}")
     if len(shown) < len(result.models):
         more = len(result.models) - len(shown)
-        out.write(f"  outside       {more} more model class{'es' if more != 1 else ''} read for the analysis, outside the reporting scope\n")
+        say(f"  outside       {more} more model class{'es' if more != 1 else ''} read for the analysis, outside the reporting scope")
     counts = status_counts(result.reported_models())
     if any(counts.values()):
-        out.write("  verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items()) + "\n")
+        say("  verdicts: " + ", ".join(f"{n} {status}" for status, n in counts.items()))

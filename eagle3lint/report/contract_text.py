@@ -1,15 +1,19 @@
-"""``eagle3lint contract`` as text: members, roles, guards and every call site."""
+"""``eagle3lint contract`` as text: members, roles, guards and every call site.
+
+Names, paths and branch conditions come from the engine's (or a plugin's) source: each goes out
+through ``line_text``, so none can break a line or drive the terminal."""
 
 from __future__ import annotations
 
 from typing import TextIO
 
 from eagle3lint.contract import Contract, MemberContract
+from eagle3lint.escape import line_text
 
 
 def write_contract_text(contract: Contract, out: TextIO) -> None:
     engine = contract.engine
-    out.write(f"{engine.label} at {engine.root}\n")
+    out.write(f"{line_text(engine.label)} at {line_text(str(engine.root))}\n")
     skipped = ", ".join(engine.pack.scan_skip)
     out.write(
         f"read {contract.scanned_files} {'engine and plugin' if engine.plugins else 'engine'} files that mention the interface (models folders"
@@ -26,12 +30,13 @@ def write_contract_text(contract: Contract, out: TextIO) -> None:
         for member in unknown:
             _write_member(member, out, indent="  ")
     for key, value in contract.extra.items():
-        out.write(f"{key}: {value}\n")
+        out.write(line_text(f"{key}: {value}") + "\n")
 
 
 def _write_member(member: MemberContract, out: TextIO, indent: str = "") -> None:
+    name = line_text(member.name)
     if not member.sites:
-        out.write(f"{indent}{member.name} ({member.kind}): not used by this engine version\n\n")
+        out.write(f"{indent}{name} ({member.kind}): not used by this engine version\n\n")
         return
     roles = []
     for role in ("target", "draft"):
@@ -42,13 +47,11 @@ def _write_member(member: MemberContract, out: TextIO, indent: str = "") -> None
             roles.append(f"{role}: {state} ({required})")
     if not roles:
         roles.append("probed only")
-    out.write(f"{indent}{member.name} ({member.kind}): {'; '.join(roles)}\n")
+    out.write(f"{indent}{name} ({member.kind}): {'; '.join(roles)}\n")
     for site in member.sites:
         call = f"({site.positional_args} args)" if site.access == "call" else ""
         branch = f" [{site.branch}]" if site.branch else ""
         guard = "probe" if site.access == "probe" else site.guard
-        out.write(
-            f"{indent}  {site.path}:{site.line}  {site.function}  {site.receiver}.{site.member}{call}"
-            f"  {site.role} {site.access} {guard}{branch}\n"
-        )
+        text = f"{site.path}:{site.line}  {site.function}  {site.receiver}.{site.member}{call}  {site.role} {site.access} {guard}{branch}"
+        out.write(f"{indent}  {line_text(text)}\n")
     out.write("\n")

@@ -1,13 +1,17 @@
 """Each finding with its source line, the engine call sites that need the member, and the fix
-diff when one is known: what a person reads to understand a finding without opening the engine."""
+diff when one is known: what a person reads to understand a finding without opening the engine.
+
+The source line, the call sites' messages and the diff come from analysed files: each line is
+written through ``line_text`` (tabs expanded in code), as the concise format writes its own."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.lines import line_texts
-from eagle3lint.report.concise import summary_line, write_model_listing
-from eagle3lint.report.paths import line_path
+from eagle3lint.report.colour import Painter, painter_for
+from eagle3lint.report.concise import finding_line, summary_line, write_model_listing
+from eagle3lint.report.paths import line_path, line_text
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -16,12 +20,10 @@ if TYPE_CHECKING:
     from eagle3lint.result import CheckResult
 
 
-# Every control character but the tab, as ``\xNN``.
-_CONTROL = {c: f"\\x{c:02x}" for c in [*range(32), 127] if c != ord("\t")}
-
-
 class SourceLines:
-    """Lines of the reported files, each file read once; an unreadable file shows no snippet."""
+    """Lines of the reported files, each file read once; an unreadable file shows no snippet.
+    Lines end where the parser's do (``\\n``, ``\\r\\n``, ``\\r``), not at the form feeds and
+    separators ``str.splitlines`` also breaks on, so a finding's line number finds its line."""
 
     def __init__(self) -> None:
         self._files: dict[str, list[str] | None] = {}
@@ -37,36 +39,43 @@ class SourceLines:
         lines = self._files[path]
         if lines is None or not 1 <= number <= len(lines):
             return None
-        # A control character of the file (a form feed, an escape sequence) is shown escaped.
-        return lines[number - 1].rstrip().translate(_CONTROL)
+        # Raw: the caller escapes it (a form feed, an escape sequence) as it lays out the caret.
+        return lines[number - 1].rstrip()
 
 
-def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Path) -> None:
-    variant = f" [{finding.variant}]" if finding.variant else ""
-    out.write(
-        f"{line_path(finding.path, fallback_root=root)}:{finding.line}:{finding.column}: "
-        f"{finding.code}{variant} {finding.message}\n"
-    )
+TAB_SIZE = 4
+
+
+def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Path, paint: Painter | None = None) -> None:
+    out.write(finding_line(finding, root, paint) + "\n")
     text = sources.line(finding.path, finding.line)
     if text is not None:
         gutter = " " * len(str(finding.line))
-        caret = " " * max(finding.column - 1, 0) + "^"
-        out.write(f"{gutter} |\n{finding.line} | {text}\n{gutter} | {caret} {finding.code}\n{gutter} |\n")
+        # The caret stands under the column as shown: tabs expanded, escapes as wide as written.
+        before = line_text(text[: max(finding.column - 1, 0)], TAB_SIZE)
+        caret = " " * len(before) + "^"
+        shown = line_text(text, TAB_SIZE)
+        out.write(f"{gutter} |\n{finding.line} | {shown}\n{gutter} | {caret} {finding.code}\n{gutter} |\n")
     if finding.related:
         out.write("  = engine call sites:\n")
         for site in finding.related:
-            out.write(f"      {line_path(site.path, fallback_root=root)}:{site.line}: {site.message}\n")
+            out.write(f"      {line_path(site.path, fallback_root=root)}:{site.line}: {line_text(site.message)}\n")
     if finding.fix is not None:
-        out.write(f"  = fix ({finding.fix.applicability}): {finding.fix.description}\n")
-        for line in line_texts(finding.fix.diff):  # a form feed stays in its line, shown escaped
-            out.write(f"      {line.translate(_CONTROL)}\n")
+        out.write(f"  = fix ({finding.fix.applicability}): {line_text(finding.fix.description)}\n")
+        # Shown, not applied (``fix`` prints the diff to apply): each line escaped; a form feed
+        # stays in its line (lines as the ``ast`` numbers them).
+        for line in line_texts(finding.fix.diff):
+            out.write(f"      {line_text(line, TAB_SIZE)}\n")
     out.write(f"  = help: {finding.rule}; `eagle3lint explain {finding.code}`\n\n")
 
 
-def write_full(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+def write_full(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet: bool = False) -> None:
     sources = SourceLines()
+    paint = painter_for(out)
     for finding in result.findings:
-        write_finding(finding, out, sources, result.engine.source_root)
+        write_finding(finding, out, sources, result.engine.source_root, paint)
+    if quiet:
+        return
     if verbose:
         write_model_listing(result, out)
     out.write(summary_line(result) + "\n")

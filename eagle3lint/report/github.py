@@ -1,5 +1,8 @@
 """GitHub Actions workflow commands: one annotation per finding, most severe first, then the
-summary line. Escaping follows GitHub's actions toolkit (``escapeData``/``escapeProperty``)."""
+summary line. Escaping follows GitHub's actions toolkit (``escapeData``/``escapeProperty``),
+after ``line_text``: the runner's log shows an annotation's text with its escape sequences
+interpreted, so text from analysed files has its control characters written out first, and
+only our own line breaks (between a message and its call sites) become ``%0A``."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.findings import SEVERITY_ORDER
 from eagle3lint.report.concise import summary_line
-from eagle3lint.report.paths import display_path, relative_posix, report_base
+from eagle3lint.report.paths import display_path, line_text, relative_posix, report_base
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -31,25 +34,37 @@ def workflow_command(command: str, properties: dict[str, str | int], message: st
     return f"::{command} {props}::{escape_data(message)}" if props else f"::{command}::{escape_data(message)}"
 
 
+# Lines the runner reads as commands: ``::name ...::`` and the older ``##[name]`` (after leading
+# whitespace is trimmed).
+_COMMAND_STARTS = ("::", "##[")
+
+
 def annotation_path(path: str, base: Path) -> str:
-    """Annotations attach to files by repository-relative path."""
-    return relative_posix(path, base) or display_path(path)
+    """Annotations attach to files by repository-relative path (a name's control characters
+    written out: such a file cannot be annotated, and its name must not drive the log)."""
+    return line_text(relative_posix(path, base) or display_path(path))
 
 
 def finding_message(finding: Finding, base: Path) -> str:
     variant = f" [{finding.variant}]" if finding.variant else ""
-    lines = [f"{finding.message}{variant}"]
+    lines = [line_text(f"{finding.message}{variant}")]
     if finding.related:
         lines.append("Engine call sites:")
-        lines.extend(f"  {annotation_path(s.path, base)}:{s.line}: {s.message}" for s in finding.related)
+        lines.extend(f"  {annotation_path(s.path, base)}:{s.line}: {line_text(s.message)}" for s in finding.related)
     return "\n".join(lines)
 
 
-def write_github(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+def plain_line(text: str) -> str:
+    """A line of log text that the runner cannot take for a command, whatever it begins with."""
+    text = line_text(text)
+    return f"eagle3lint: {text}" if text.lstrip().startswith(_COMMAND_STARTS) else text
+
+
+def write_github(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet: bool = False) -> None:
     base = report_base(result.engine.root)
     for error in result.errors:
         path = annotation_path(error.path, base)
-        out.write(workflow_command("error", {"file": path, "title": "eagle3lint: file not analysed"}, error.message) + "\n")
+        out.write(workflow_command("error", {"file": path, "title": "eagle3lint: file not analysed"}, line_text(error.message)) + "\n")
     ordered = sorted(result.findings, key=lambda f: (SEVERITY_ORDER.get(f.severity, 9), *f.sort_key()))
     for finding in ordered:
         properties: dict[str, str | int] = {"file": annotation_path(finding.path, base)}
@@ -59,4 +74,5 @@ def write_github(result: CheckResult, out: TextIO, verbose: bool = False) -> Non
         properties["title"] = f"{finding.code} {finding.rule}"
         command = COMMANDS.get(finding.severity, "warning")
         out.write(workflow_command(command, properties, finding_message(finding, base)) + "\n")
-    out.write(summary_line(result) + "\n")
+    if not quiet:
+        out.write(plain_line(summary_line(result)) + "\n")

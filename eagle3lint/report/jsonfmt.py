@@ -51,7 +51,8 @@ def result_to_json(result: CheckResult) -> dict[str, Any]:
     }
 
 
-def write_json(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+def write_json(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet: bool = False) -> None:
+    """One document, whatever ``verbose`` and ``quiet`` say."""
     out.write(json.dumps(result_to_json(result), indent=2))  # one write, not one per token
     out.write("\n")
 

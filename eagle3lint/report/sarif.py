@@ -1,5 +1,14 @@
 """SARIF 2.1.0 for code scanning: rules generated from the rule docs, repository-relative paths,
-the engine call sites as related locations, and fingerprints that survive unrelated edits."""
+the engine call sites as related locations, and fingerprints that survive unrelated edits.
+
+Findings the run does not report are carried, not dropped: one silenced by a suppression comment
+as a result with an accepted ``inSource`` suppression, one recorded in the baseline with an
+accepted ``external`` suppression and ``baselineState: "unchanged"`` (the reported ones are then
+``"new"``). Code scanning closes an alert whose result carries an accepted suppression, and
+reads a result that is missing from an upload as fixed, which a baselined finding is not.
+
+Message texts are shown by viewers as they are: text from analysed files in them has its control
+characters written out (``line_text``)."""
 
 from __future__ import annotations
 
@@ -12,7 +21,7 @@ from urllib.parse import quote
 
 from eagle3lint import __version__
 from eagle3lint.engines import rule_registry
-from eagle3lint.report.paths import relative_posix, report_base
+from eagle3lint.report.paths import display_path, line_text, relative_posix, report_base
 from eagle3lint.sources import tree_path
 
 if TYPE_CHECKING:
@@ -79,7 +88,13 @@ class Locator:
         return {SRCROOT: {"uri": self.base.as_uri().rstrip("/") + "/"}}
 
 
-def sarif_result(finding: Finding, rule_index: dict[str, int], locator: Locator) -> dict[str, Any]:
+def sarif_result(
+    finding: Finding,
+    rule_index: dict[str, int],
+    locator: Locator,
+    suppression: dict[str, str] | None = None,
+    baseline_state: str | None = None,
+) -> dict[str, Any]:
     properties: dict[str, Any] = {
         "class": finding.class_name,
         "qualname": finding.qualname,
@@ -93,7 +108,7 @@ def sarif_result(finding: Finding, rule_index: dict[str, int], locator: Locator)
     result: dict[str, Any] = {
         "ruleId": finding.code,
         "level": LEVELS.get(finding.severity, "warning"),
-        "message": {"text": finding.message},
+        "message": {"text": line_text(finding.message)},
         "locations": [
             {
                 "physicalLocation": locator.physical(finding.path, finding.line, finding.column),
@@ -112,11 +127,29 @@ def sarif_result(finding: Finding, rule_index: dict[str, int], locator: Locator)
             {
                 "id": number,
                 "physicalLocation": locator.physical(site.path, site.line),
-                "message": {"text": site.message},
+                "message": {"text": line_text(site.message)},
             }
             for number, site in enumerate(finding.related, start=1)
         ]
+    if suppression is not None:
+        result["suppressions"] = [suppression]
+    if baseline_state is not None:
+        result["baselineState"] = baseline_state
     return result
+
+
+def sarif_results(result: CheckResult, rule_index: dict[str, int], locator: Locator) -> list[dict[str, Any]]:
+    """The reported findings, then those a suppression comment silenced, then those the baseline
+    holds (module docstring)."""
+    compared = "new" if result.baseline is not None else None
+    out = [sarif_result(f, rule_index, locator, baseline_state=compared) for f in result.findings]
+    in_source = {"kind": "inSource", "status": "accepted", "justification": "silenced by a suppression comment in the source"}
+    out += [sarif_result(f, rule_index, locator, in_source) for f in result.suppressed_findings]
+    if result.baseline is not None:
+        name = line_text(display_path(result.baseline))
+        external = {"kind": "external", "status": "accepted", "justification": f"recorded in the baseline {name}"}
+        out += [sarif_result(f, rule_index, locator, external, "unchanged") for f in result.baselined_findings]
+    return out
 
 
 def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, Any]:
@@ -126,7 +159,7 @@ def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, A
     notifications = [
         {
             "level": "error",
-            "message": {"text": f"could not be analysed: {error.message}"},
+            "message": {"text": line_text(f"could not be analysed: {error.message}")},
             "locations": [{"physicalLocation": locator.physical(error.path, 0)}],
         }
         for error in result.errors
@@ -145,7 +178,7 @@ def result_to_sarif(result: CheckResult, cwd: Path | None = None) -> dict[str, A
         "invocations": [
             {"executionSuccessful": not result.errors, "toolExecutionNotifications": notifications}
         ],
-        "results": [sarif_result(f, rule_index, locator) for f in result.findings],
+        "results": sarif_results(result, rule_index, locator),
         "properties": {"engine": result.engine.to_json()},
     }
     log: dict[str, Any] = valid_text({"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]})
@@ -178,7 +211,8 @@ def _surrogate_text(ch: str) -> str:
     return ch
 
 
-def write_sarif(result: CheckResult, out: TextIO, verbose: bool = False) -> None:
+def write_sarif(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet: bool = False) -> None:
+    """One document, whatever ``verbose`` and ``quiet`` say."""
     out.write(json.dumps(result_to_sarif(result), indent=2))
     out.write("\n")
 
