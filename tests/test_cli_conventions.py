@@ -73,7 +73,7 @@ def test_statistics_count_each_rule_by_name(project: Path) -> None:
     assert {code: int(count) for count, code, _ in parsed} == _codes(data)
     assert [int(count) for count, _, _ in parsed] == sorted((int(c) for c, _, _ in parsed), reverse=True)
     assert ["E3L004", "wrapper-delegation-gap"] in [[code, name] for _, code, name in parsed]
-    assert summary.startswith("sglang 0.0.1+fixture: ")
+    assert summary.startswith("sglang 0.0.1+fixture (./sglang): ")
     as_json = json.loads(run_cli("check", ".", "--statistics", "--format", "json", cwd=project).stdout)
     assert {row["code"]: row["count"] for row in as_json} == _codes(data)
     assert {row["name"] for row in as_json if row["code"] == "E3L002"} == {"missing-draft-method"}
@@ -87,7 +87,7 @@ def test_quiet_prints_the_findings_alone_and_nothing_on_success(project: Path) -
     clean = run_cli("check", ".", "-q", "--select", "E3L014", cwd=project)
     assert clean.returncode == 0 and clean.stdout == "" and clean.stderr == ""
     normal = run_cli("check", ".", "--select", "E3L014", cwd=project)
-    assert normal.stdout.startswith("sglang 0.0.1+fixture: no findings")
+    assert normal.stdout.startswith("sglang 0.0.1+fixture (./sglang): no findings")
     assert run_cli("check", ".", "-q", "-v", cwd=project).returncode == 2
 
 

@@ -115,7 +115,7 @@ def test_line_formats_write_analysed_text_escaped(version_tree: Path, output_for
     assert done.returncode == 1, done.stderr
     assert_no_raw_text(done.stdout)
     assert_no_raw_text(done.stderr)
-    assert "sglang 0.5.9: " in done.stdout  # the summary names the real version
+    assert "sglang 0.5.9 (./sglang): " in done.stdout  # the summary names the real version
     if output_format == "github":
         commands = [line for line in done.stdout.splitlines() if line.startswith("::")]
         assert commands and all(re.match(r"::(error|warning|notice) file=", line) for line in commands)
@@ -322,7 +322,7 @@ def test_round3_version_file_on_sglang_0_5_9(tmp_path: Path) -> None:
         done = run_cli("check", "sglang/srt/models/kimi_k25.py", "--format", output_format, cwd=tree)
         assert done.returncode == 1, done.stderr
         assert_no_raw_text(done.stdout)
-        assert done.stdout.splitlines()[-1] == "sglang 0.5.9: 1 error (1 model class checked)"
+        assert done.stdout.splitlines()[-1] == "sglang 0.5.9 (./sglang): 1 error (1 model class checked)"
 
 
 @pytest.mark.release
