@@ -12,7 +12,7 @@ import re
 from pathlib import Path
 
 from eagle3lint.verify.configs import CRASH, OK, PROBLEM, UNKNOWN, PreflightResult
-from eagle3lint.verify.model_files import ModelFileError, OutsideFolder, describe
+from eagle3lint.verify.model_files import ModelFileError, OutsideFolder
 from eagle3lint.verify.pair.context import PairContext
 from eagle3lint.verify.pair.draft_class import module_files
 from eagle3lint.verify.safetensors_header import CheckpointTensors, read_int_tensor
@@ -86,4 +86,4 @@ def _increasing(values: list[int]) -> bool:
 
 
 def _tensor(name: str) -> dict[str, object]:
-    return {"kind": "tensor", "where": describe(name), "line": None}
+    return {"kind": "tensor", "where": name, "line": None}

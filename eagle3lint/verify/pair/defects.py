@@ -26,6 +26,7 @@ from eagle3lint.verify.configs import (
     PreflightResult,
 )
 from eagle3lint.verify.pair.context import PairContext
+from eagle3lint.verify.pair.source import ReleaseCode
 
 CHECK = "defect"
 _IMPACTS = {"silent": ACCEPTANCE, "crash": CRASH, "refused": REFUSED}
@@ -102,12 +103,13 @@ class Confirmation:
     line: int = 0
 
 
-def confirm(ctx: PairContext, defect: Defect) -> Confirmation:
-    files = ctx.code.files(defect.file)
+def confirm(code: ReleaseCode, defect: Defect) -> Confirmation:
+    """Whether the release's source has the defect's pattern (or its fix's)."""
+    files = code.files(defect.file)
     if not files:
         return Confirmation("unread")
     for path in files:
-        text = ctx.code.text(path)
+        text = code.text(path)
         if text is None:
             return Confirmation("unread", str(path))
         if defect.fixed is not None:
@@ -156,7 +158,7 @@ def triggered(ctx: PairContext, defect: Defect) -> tuple[bool | None, list[str]]
 def check_defects(ctx: PairContext, result: PreflightResult, defects: tuple[Defect, ...]) -> None:
     version = ctx.engine.version
     for defect in defects:
-        found = confirm(ctx, defect)
+        found = confirm(ctx.code, defect)
         acts, conditions = triggered(ctx, defect)
         when = "; it acts when " + ", ".join(conditions) if conditions else ""
         ref = {"kind": "reference", "where": defect.reference, "line": None}

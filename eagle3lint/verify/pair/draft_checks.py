@@ -38,8 +38,8 @@ def check_draft_class(ctx: PairContext, result: PreflightResult) -> DraftInit | 
         if fc is not None and len(fc.shape) == 2 and fc.shape[1] != init.fc_width:
             result.add(
                 CHECK, PROBLEM,
-                f"{name} builds its fusion layer for {init.fc_width} inputs ({where}) but the checkpoint's `{describe(fc.name)}` takes {fc.shape[1]}: weight loading fails",
-                CRASH, evidence=[*evidence, {"kind": "tensor", "where": describe(fc.name), "line": None}],
+                f"{name} builds its fusion layer for {init.fc_width} inputs ({where}) but the checkpoint's `{fc.name}` takes {fc.shape[1]}: weight loading fails",
+                CRASH, evidence=[*evidence, {"kind": "tensor", "where": fc.name, "line": None}],
             )
             return init
         result.add(CHECK, OK, f"{name} builds for this drafter's config (its fusion layer takes {init.fc_width} inputs, {where})", evidence=evidence)
@@ -52,7 +52,7 @@ def check_drafter_keys(ctx: PairContext, result: PreflightResult) -> None:
     drafter, draft = ctx.drafter, ctx.draft_class
     if drafter is None or draft is None:
         return
-    texts = _texts(ctx)
+    texts = release_texts(ctx)
     for key in ctx.drafter_keys:
         value = drafter.get(key.name)
         if value is None or value == key.default:
@@ -73,7 +73,9 @@ def check_drafter_keys(ctx: PairContext, result: PreflightResult) -> None:
         )
 
 
-def _texts(ctx: PairContext) -> list[tuple[Path, str]]:
+def release_texts(ctx: PairContext) -> list[tuple[Path, str]]:
+    """The files that may read a drafter's config: its draft class's (with its bases' and the
+    modules it imports from) and the runner's."""
     paths: list[Path] = []
     if ctx.draft_class is not None:
         paths.extend(module_files(ctx.code, ctx.draft_class.ref, ctx.index, imports=True))

@@ -90,6 +90,10 @@ class _Check(Evaluator):
         return super().call_method(base, name, args, kwargs, node)
 
     def call_function(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
+        if name == "get_args" and len(node.args) == 1 and isinstance(node.args[0], ast.Name):
+            values = _literal_alias(self.ctx.code, self.path, node.args[0].id)
+            if values is not None:
+                return values
         if name in self.ctx.facts.launch_views and args:
             return args[0]
         if name in self.ctx.facts.launch_model_config:
@@ -109,6 +113,33 @@ class _Check(Evaluator):
         message = literal_text(node.msg) if node.msg is not None else ast.unparse(node.test)
         self.stops.append(Stop("assert", message, self.path, node.lineno, self.uncertain == 0))
         end_body()
+
+
+def _literal_alias(code: ReleaseCode, path: str, name: str, depth: int = 0) -> tuple[str, ...] | None:
+    """The strings of a module-level ``Name = Literal["a", "b", Other]`` (nested aliases of the
+    same file flattened, as ``typing`` does): what ``get_args(Name)`` returns."""
+    tree = code.tree(path)
+    if tree is None or depth > 4:
+        return None
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) and node.targets[0].id == name:
+            value = node.value
+            if not (isinstance(value, ast.Subscript) and isinstance(value.value, ast.Name) and value.value.id == "Literal"):
+                return None
+            elements = value.slice.elts if isinstance(value.slice, ast.Tuple) else [value.slice]
+            out: list[str] = []
+            for element in elements:
+                if isinstance(element, ast.Constant) and isinstance(element.value, str):
+                    out.append(element.value)
+                elif isinstance(element, ast.Name):
+                    inner = _literal_alias(code, path, element.id, depth + 1)
+                    if inner is None:
+                        return None
+                    out.extend(inner)
+                else:
+                    return None
+            return tuple(out)
+    return None
 
 
 def _functions(code: ReleaseCode, files: tuple[str, ...], pattern: re.Pattern[str]) -> list[tuple[str, ast.FunctionDef]]:

@@ -133,12 +133,10 @@ def _aux_off(drafter: Any) -> bool:
 
 
 def _reads_flag(ctx: PairContext, leaf: str) -> bool:
-    for rel in ctx.facts.files_for(ctx.launch.runner):
-        for path in ctx.code.files(rel):
-            text = ctx.code.text(path)
-            if text is not None and f'"{leaf}"' in text:
-                return True
-    return False
+    """Whether the release reads a drafter flag (its runner's or its draft class's files)."""
+    from eagle3lint.verify.pair.draft_checks import release_texts
+
+    return any(f'"{leaf}"' in text for _path, text in release_texts(ctx))
 
 
 def _source(ctx: PairContext, ids: DrafterIds, passed: list[int] | None, read: KeyRead | None, reads: list[KeyRead]) -> str:
