@@ -45,6 +45,7 @@ def write_pair(
         "num_attention_heads": 32 if family != "deepseek" else 56,
         "num_key_value_heads": 8,
         "rms_norm_eps": 1e-5,
+        "hidden_act": "silu",
         "vocab_size": vocab,
         "draft_vocab_size": draft_vocab,
         "tie_word_embeddings": False,

@@ -264,3 +264,37 @@ def test_tensor_parallel_size_must_split_the_drafter_heads(tmp_path: Path) -> No
     assert (three.outcome, item(three, "tensor-parallel").outcome) == ("crash", "crash")
     assert item(three, "tensor-parallel").evidence[-1]["where"].endswith("models/llama.py")
     assert preflight(tmp_path, "sglang==0.5.9", "llama", drafter, launch=Launch(tp=8, engine_args=("--disable-cuda-graph",))).outcome == "works"
+
+
+# ---- the command, as a user runs it ------------------------------------------------------------------
+
+
+def test_preflight_command_takes_the_runner_from_the_environment(tmp_path: Path) -> None:
+    """VLLM_USE_V2_MODEL_RUNNER picks the runner the server would run; --engine-option wins; exit
+    0 only for works; `verify --preflight-only` gives the same outcome."""
+    import json
+    import os
+
+    from tests.helpers import REPO, run_cli
+
+    release_root("vllm==0.18.0")
+    target, drafter = write_pair(tmp_path, "llama", {"eagle_config": {"use_aux_hidden_state": False}})
+    base = ["--release", "vllm==0.18.0", "--model-path", str(target), "--draft-model-path", str(drafter), "--format", "json"]
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    v2 = run_cli("preflight", *base, env={**env, "VLLM_USE_V2_MODEL_RUNNER": "1"})
+    report = json.loads(v2.stdout)
+    assert (v2.returncode, report["outcome"], report["version"]) == (1, "silent", 2)
+    assert report["launch"]["options"]["values"]["runner"] == "v2"
+    assert any(i["check"] == "defect" and i["outcome"] == "silent" for i in report["items"])
+    v1 = run_cli("preflight", *base, "--engine-option", "runner=v1", env={**env, "VLLM_USE_V2_MODEL_RUNNER": "1"})
+    assert (v1.returncode, json.loads(v1.stdout)["outcome"]) == (0, "works")
+    alias = run_cli("verify", "--preflight-only", *base, env={**env, "VLLM_USE_V2_MODEL_RUNNER": "1"})
+    assert (alias.returncode, json.loads(alias.stdout)["outcome"]) == (1, "silent")
+
+
+def test_keys_the_draft_class_reads_that_the_config_lacks(tmp_path: Path) -> None:
+    """Read without a default by the release's draft class: the transformers config class decides."""
+    result = preflight(tmp_path, "sglang==0.5.9", "llama", {**eagle_ids([1, 15, 28]), "rms_norm_eps": None}, launch=NO_GRAPHS)
+    notes = [i for i in result.items if i.check == "draft-class-keys"]
+    assert len(notes) == 1 and "`rms_norm_eps`" in notes[0].message and notes[0].outcome is None
+    assert any(e["where"].endswith("llama.py") for e in notes[0].evidence)

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle3lint.verify.configs import ACCEPTANCE, CRASH, OK, PROBLEM, REFUSED, PreflightResult
+from eagle3lint.verify.configs import ACCEPTANCE, CRASH, NOTE, OK, PROBLEM, REFUSED, PreflightResult
 from eagle3lint.verify.model_files import describe
 from eagle3lint.verify.pair.context import PairContext
 from eagle3lint.verify.pair.draft_class import DraftInit, module_files, run_draft_init
 
 CHECK = "draft-class"
+MISSING_CHECK = "draft-class-keys"
 KEYS_CHECK = "drafter-keys"
 
 
@@ -45,6 +46,15 @@ def check_draft_class(ctx: PairContext, result: PreflightResult) -> DraftInit | 
         result.add(CHECK, OK, f"{name} builds for this drafter's config (its fusion layer takes {init.fc_width} inputs, {where})", evidence=evidence)
     else:
         result.add(CHECK, OK, f"{name} builds for this drafter's config; no guard of its construction refuses it")
+    if init.missing:
+        model_type = drafter.get("model_type")
+        keys = ", ".join(f"`{k}` ({ctx.rel(p)}:{line})" for k, (p, line) in sorted(init.missing.items()))
+        result.add(
+            MISSING_CHECK, NOTE,
+            f"{name} reads keys the drafter's config.json lacks, without a default of its own: {keys}; the transformers "
+            f"config class of model_type {describe(model_type)} gives them (its default), or the build fails (an AttributeError)",
+            evidence=[{"kind": "release", "where": ctx.rel(p), "line": line, "what": f"reads `{k}`"} for k, (p, line) in sorted(init.missing.items())],
+        )
     return init
 
 

@@ -45,6 +45,8 @@ class DraftInit:
     fc_width: int | None = None
     fc_where: tuple[str, int] | None = None
     keys_read: set[str] = field(default_factory=set)
+    # Keys the construction reads without a default that config.json lacks: key -> (file, line).
+    missing: dict[str, tuple[str, int]] = field(default_factory=dict)
     stopped: str = ""  # why the run stopped early, if it did
 
 
@@ -68,6 +70,7 @@ class _Param:
 class _InitRun(Evaluator):
     def __init__(self, shared: _Shared, method: Method, instance: _Instance, env: dict[str, Any], depth: int) -> None:
         super().__init__(env, lenient=True)
+        self.source = method.path
         self.shared = shared
         self.method = method
         self.instance = instance
@@ -191,6 +194,7 @@ def run_draft_init(code: ReleaseCode, facts: PairFacts, draft: ClassRef, drafter
     except Unresolved as stop:
         result.stopped = stop.reason
     result.keys_read = set(config.read)
+    result.missing = {key: (path, line) for key, (path, line, certain) in config.missing.items() if certain}
     return result
 
 

@@ -52,6 +52,9 @@ class ConfigView:
     def __init__(self, data: Mapping[str, Any]) -> None:
         self.data = data
         self.read: set[str] = set()
+        # Keys read as attributes (no default) that the config lacks: key -> (the file, the line,
+        # whether on a path the evaluation was sure of).
+        self.missing: dict[str, tuple[str, int, bool]] = {}
 
     def has(self, name: str) -> bool:
         self.read.add(name)
@@ -145,6 +148,7 @@ class Evaluator:
     def __init__(self, env: Mapping[str, Any] | None = None, lenient: bool = False) -> None:
         self.env: dict[str, Any] = dict(env or {})
         self.lenient = lenient
+        self.source = ""  # the file the body comes from, where a subclass knows it
         self.uncertain = 0  # > 0 inside a branch a lenient evaluator could not decide
         self.steps = 0
 
@@ -361,6 +365,7 @@ class Evaluator:
                 try:
                     return base.get(node.attr)
                 except AttributeError:
+                    base.missing.setdefault(node.attr, (self.source, line, self.uncertain == 0))
                     raise Unresolved(f"the config has no `{node.attr}` (an AttributeError, or its class default)", line) from None
             if base is OPAQUE:
                 raise Unresolved(f"`{_text(node)}`", line)
