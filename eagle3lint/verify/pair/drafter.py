@@ -20,6 +20,8 @@ from eagle3lint.verify.model_files import MAX_SIZE, describe
 from eagle3lint.verify.pair.facts import Framework
 
 MEANINGS = ("output", "hidden_states")
+# More aux layers than any drafter's fusion layer takes: not layer ids (a hostile config's list).
+MAX_IDS = 256
 
 
 @dataclass
@@ -42,7 +44,7 @@ class DrafterIds:
 
 
 def layer_ids(value: Any) -> list[int] | None:
-    if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_SIZE for v in value):
+    if isinstance(value, (list, tuple)) and len(value) <= MAX_IDS and all(isinstance(v, int) and not isinstance(v, bool) and abs(v) <= MAX_SIZE for v in value):
         return list(value)
     return None
 
@@ -65,7 +67,7 @@ def read_drafter_ids(drafter: ModelConfig, frameworks: tuple[Framework, ...], ov
         out.key, out.framework = key, framework
         ids = layer_ids(out.found[key])
         if ids is None:
-            out.invalid = f"`{key}` is {describe(out.found[key])}, not a list of integers"
+            out.invalid = f"`{key}` is {describe(out.found[key])}, not a list of at most {MAX_IDS} integers"
             return out
         out.ids = ids
         out.meaning = framework.meaning

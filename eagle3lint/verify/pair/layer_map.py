@@ -223,7 +223,8 @@ def _row_text(row: LayerRow) -> str:
 
 
 def _capture_text(values: list[int]) -> str:
-    return ", ".join(f"capture index {v}" for v in values)
+    shown = ", ".join(f"capture index {v}" for v in values[:8])
+    return shown + (f" and {len(values) - 8} more" if len(values) > 8 else "")
 
 
 def _width(ctx: PairContext, got: int, want: int, target_hidden: int | None) -> tuple[str, str]:
