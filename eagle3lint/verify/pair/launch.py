@@ -154,8 +154,11 @@ def _functions(code: ReleaseCode, files: tuple[str, ...], pattern: re.Pattern[st
 
 
 def _known(ctx: PairContext) -> dict[str, Any]:
+    """The argument object's fields the launch sets (a speculative flag not given is None, as
+    the engines' own defaults have it); every other field stays unknown."""
     launch, facts = ctx.launch, ctx.facts
     known: dict[str, Any] = {field_: value for field_, value in facts.launch_values}
+
     def put(name: str, value: Any) -> None:
         field_ = facts.launch_field(name)
         if field_:
@@ -177,7 +180,7 @@ def _known(ctx: PairContext) -> dict[str, Any]:
         if isinstance(value, str) and re.fullmatch(r"-?\d{1,9}", value):
             value = int(value)
         known[name.replace("-", "_")] = value
-    return {k: v for k, v in known.items() if v is not None or k in (facts.launch_field("draft_path"), facts.launch_field("topk"), facts.launch_field("draft_tokens"), facts.launch_field("steps"))}
+    return known
 
 
 def check_launch(ctx: PairContext, result: PreflightResult) -> None:
