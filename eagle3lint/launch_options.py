@@ -71,6 +71,21 @@ class EngineOptions:
         return {"all": self.all, "values": dict(sorted(self.values.items())), "chosen": list(self.chosen)}
 
 
+def options_from_environment(specs: Mapping[str, OptionSpec], environ: Mapping[str, str]) -> list[str]:
+    """``NAME=VALUE`` words for the options an environment variable sets (an option whose flag
+    is a variable, not a command-line flag: vLLM's ``VLLM_USE_V2_MODEL_RUNNER``), from the way
+    the rule pack spells each value (``VLLM_USE_V2_MODEL_RUNNER=1`` is ``runner=v2``)."""
+    words = []
+    for name, spec in specs.items():
+        if spec.flag.startswith("-") or spec.flag not in environ:
+            continue
+        setting = f"{spec.flag}={environ[spec.flag].strip()}"
+        value = next((v for v, spelled in spec.spelled if spelled == setting), None)
+        if value is not None:
+            words.append(f"{name}={value}")
+    return words
+
+
 def parse_options(raw: Iterable[str], specs: Mapping[str, OptionSpec], defaults: Mapping[str, str] | None = None, engine: str = "") -> EngineOptions:
     """``["pp", "runner=v1", "two-batch-overlap=off"]`` against the engine's options; unknown
     names and values are usage errors naming what is known."""

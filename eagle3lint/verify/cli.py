@@ -26,6 +26,14 @@ def _int_list(value: str | None, option: str) -> list[int] | None:
     return items
 
 
+DRAFTER_IDS = click.option(
+    "--drafter-ids", "drafter_ids", type=click.Choice(["output", "hidden-states"]),
+    callback=lambda _ctx, _param, value: value.replace("-", "_") if value else None,
+    help="What the drafter's layer ids mean, over what its framework documents: id k is layer k's output "
+    "(SpecForge, AngelSlim), or hidden_states[k], the input of layer k (vLLM speculators, the EAGLE reference code).",
+)
+
+
 def verify_run_options(func: F) -> F:
     """Every verify option except the engine selection (--engine/--engine-root) and --format, which
     the command that uses them (verify, or fix) declares itself."""
@@ -41,8 +49,8 @@ def optional_verify_run_options(func: F) -> F:
 def _verify_options(func: F, required: bool) -> F:
     options = [
         click.option("--model-path", required=required, help="The target model (a local folder for the pre-flight; also what the engine loads)."),
-        click.option("--draft-model-path", required=required, help="The EAGLE-3 drafter (a local folder for the pre-flight)."),
-        click.option("--preflight-only", is_flag=True, help="Only the checks that need no GPU (configs, safetensors headers, the target class)."),
+        click.option("--draft-model-path", help="The EAGLE-3 drafter (a local folder for the pre-flight); required to launch."),
+        click.option("--preflight-only", is_flag=True, help="Only the checks that need no GPU: the same as `eagle3lint preflight` (its report in this command's shape)."),
         click.option("--ignore-preflight", is_flag=True, help="Launch even when the pre-flight predicts a crash."),
         click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel size (GPUs per server)."),
         click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline-parallel size; the pre-flight's verdicts assume PP when it is over 1."),
@@ -61,6 +69,7 @@ def _verify_options(func: F, required: bool) -> F:
         click.option("--num-steps", type=int, help="Speculative steps (SGLang --speculative-num-steps; vLLM num_speculative_tokens, default 3)."),
         click.option("--eagle-topk", type=int, help="SGLang --speculative-eagle-topk (give with --num-steps and --num-draft-tokens)."),
         click.option("--num-draft-tokens", type=int, help="SGLang --speculative-num-draft-tokens."),
+        DRAFTER_IDS,
         click.option("--timeout", "timeout_s", type=float, default=3600.0, show_default=True, help="Seconds to wait for each server to be ready."),
         click.option("--baseline/--no-baseline", default=True, show_default=True, help="Also measure the target without speculation, for the speedup."),
         click.option("--prompts", "prompts_file", type=click.Path(path_type=Path), help="Prompts file: .jsonl ({\"messages\": [...]} or {\"prompt\": ...}) or one prompt per line."),
@@ -79,7 +88,7 @@ def _verify_options(func: F, required: bool) -> F:
 
 VERIFY_PARAMS = (
     "model_path", "draft_model_path", "preflight_only", "ignore_preflight", "tp", "pp", "engine_options", "gpus", "engine_args",
-    "launcher", "num_steps", "eagle_topk", "num_draft_tokens", "timeout_s", "baseline", "prompts_file",
+    "launcher", "num_steps", "eagle_topk", "num_draft_tokens", "drafter_ids", "timeout_s", "baseline", "prompts_file",
     "max_new_tokens", "concurrency", "log_dir", "poll_interval_s", "teardown_grace_s", "teardown_timeout_s",
     "request_timeout_s",
 )
@@ -138,4 +147,46 @@ def verify(engine: str | None, engine_root: Path | None, release: str | None, ou
         write_json(report, sys.stdout)
     else:
         write_human(report, sys.stdout)
+    sys.exit(report.exit_code)
+
+
+@click.command()
+@click.option("--model-path", required=True, help="The target model: a local folder (its config.json is read).")
+@click.option("--draft-model-path", help="The EAGLE-3 drafter: a local folder (config.json, safetensors). Left out: what the release does with EAGLE-3 and no drafter.")
+@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Which engine (default: the installed one).")
+@click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder whose code is read.")
+@click.option("--release", metavar="NAME==VERSION", help="Read a published release (downloaded once into the cache, as `check --release` does).")
+@click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel size of the launch.")
+@click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline-parallel size of the launch.")
+@click.option(
+    "--engine-option", "engine_options", multiple=True, metavar="NAME[=VALUE]",
+    help="A launch option (repeatable), as for `check`/`models`: two-batch-overlap, runner=v1|v2, ...; "
+    "vLLM's runner also follows VLLM_USE_V2_MODEL_RUNNER in the environment.",
+)
+@click.option("--engine-arg", "engine_args", multiple=True, metavar="ARGS", help="Raw server flags of the launch, e.g. --engine-arg '--disable-cuda-graph' (repeatable).")
+@click.option("--num-steps", type=int, help="Speculative steps (SGLang --speculative-num-steps; vLLM num_speculative_tokens).")
+@click.option("--eagle-topk", type=int, help="SGLang --speculative-eagle-topk.")
+@click.option("--num-draft-tokens", type=int, help="SGLang --speculative-num-draft-tokens.")
+@DRAFTER_IDS
+@click.option("--format", "output_format", type=click.Choice(["human", "json"]), default="human", show_default=True)
+def preflight(engine: str | None, engine_root: Path | None, release: str | None, output_format: str, **values: Any) -> None:
+    """Will this drafter work with this target, on this release, with these launch options?
+
+    One outcome (works, crash, silent, refused, unknown) with every item that led to it and its
+    evidence (config key, tensor, release file:line); nothing is launched and no GPU is needed.
+    Exit 0 only for works, 1 for any other outcome, 2 for usage errors.
+    """
+    from eagle3lint.verify.options import VerifyOptions
+    from eagle3lint.verify.report import write_preflight_human, write_preflight_json
+    from eagle3lint.verify.run import run_preflight_command
+
+    options = VerifyOptions(
+        engine=engine, engine_root=engine_root, release=release, output_format=output_format, preflight_only=True,
+        engine_options=tuple(values.pop("engine_options")), engine_args=list(values.pop("engine_args")), **values,
+    )
+    report = run_preflight_command(options)
+    if output_format == "json":
+        write_preflight_json(report, sys.stdout)
+    else:
+        write_preflight_human(report, sys.stdout)
     sys.exit(report.exit_code)

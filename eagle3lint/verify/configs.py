@@ -18,6 +18,8 @@ from eagle3lint.verify.model_files import (
 )
 
 OK, PROBLEM, NOTE, SKIPPED = "ok", "problem", "note", "skipped"
+# Relevant, and not decidable from what could be read: the item says what would decide it.
+UNKNOWN = "unknown"
 # What a problem does at launch: a crash, lower acceptance (a silent failure), or the engine's own
 # clear refusal (EAGLE-3 never runs; launching is as pointless as for a crash).
 CRASH, ACCEPTANCE, REFUSED = "crash", "acceptance", "refused"
@@ -26,26 +28,60 @@ CRASH, ACCEPTANCE, REFUSED = "crash", "acceptance", "refused"
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 
 
+# What each impact means as a launch outcome (``eagle3lint.outcomes``).
+IMPACT_OUTCOMES = {CRASH: "crash", ACCEPTANCE: "silent", REFUSED: "refused"}
+
+
 @dataclass
 class PreflightItem:
     check: str
-    status: str  # ok | problem | note | skipped
+    status: str  # ok | problem | note | skipped | unknown
     message: str
-    impact: str | None = None  # crash | acceptance (problems only)
+    impact: str | None = None  # crash | acceptance | refused (problems only)
     rule: str | None = None
     path: str | None = None
     line: int | None = None
+    # What the item rests on: {"kind": config | tensor | release | option | reference,
+    # "where": "config.json: eagle_config.x" / a file / a tensor name, "line", "what"}.
+    evidence: list[dict[str, Any]] = field(default_factory=list)
+    # For an unknown (or a skipped item that matters): what would decide it.
+    decides: str = ""
+    # When in the launch it acts (``eagle3lint.outcomes`` stages); None: the check's usual stage.
+    stage: float | None = None
+    # The layer-id item's rows: each drafter id, what it was trained on, what it reads.
+    layers: list[dict[str, Any]] | None = None
+    # An explicit outcome for an item whose status alone does not say it (a skipped config).
+    forced_outcome: str | None = None
+
+    @property
+    def outcome(self) -> str | None:
+        """works / crash / silent / refused / unknown; None for an item that decides nothing."""
+        if self.forced_outcome is not None:
+            return self.forced_outcome
+        if self.status == OK:
+            return "works"
+        if self.status == PROBLEM:
+            return IMPACT_OUTCOMES.get(self.impact or "", "unknown")
+        if self.status == UNKNOWN:
+            return "unknown"
+        return None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "check": self.check,
             "status": self.status,
+            "outcome": self.outcome,
             "impact": self.impact,
             "message": self.message,
             "rule": self.rule,
             "path": self.path,
             "line": self.line,
+            "evidence": self.evidence,
+            "decides": self.decides or None,
         }
+        if self.layers is not None:
+            out["layers"] = self.layers
+        return out
 
 
 @dataclass
@@ -92,9 +128,25 @@ class PreflightResult:
     aux_layer_ids: list[int] | None = None
     target_findings: list[Finding] = field(default_factory=list)
     target_class_path: str | None = None
+    # The launch the pair pre-flight assumed (its JSON), and the release it read.
+    launch: dict[str, Any] = field(default_factory=dict)
 
     def add(self, check: str, status: str, message: str, impact: str | None = None, **extra: Any) -> None:
         self.items.append(PreflightItem(check, status, message, impact, **extra))
+
+    @property
+    def outcome(self) -> str:
+        """The one answer: the earliest failure of the launch, else unknown where anything that
+        matters could not be decided, else works (``eagle3lint.verify.pair.outcome``)."""
+        from eagle3lint.verify.pair.outcome import fold
+
+        return fold(self.items)[0]
+
+    @property
+    def outcome_reason(self) -> str:
+        from eagle3lint.verify.pair.outcome import fold
+
+        return fold(self.items)[1]
 
     @property
     def predicts_crash(self) -> bool:

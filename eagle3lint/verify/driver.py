@@ -41,6 +41,12 @@ class ServerDriver:
             if value is not None and value < 1:
                 raise UsageError(f"{name} {value}: must be at least 1")
 
+    def validate_preflight(self, options: VerifyOptions) -> None:
+        """What a pre-flight refuses of the speculative options: only what is never a launch
+        (a count below 1, a flag the engine has not); which combinations the release accepts is
+        the release's own argument checks' to say (``eagle3lint.verify.pair.launch``)."""
+        ServerDriver.validate_options(self, options)
+
     def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
         """The command the engine's arguments follow, when ``--launcher`` does not say."""
         return [sys.executable, "-m", knowledge.launch_module]

@@ -20,6 +20,14 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 from eagle3lint.errors import UsageError
+from eagle3lint.verify.pair.facts import (
+    DrafterKey,
+    Framework,
+    PairFacts,
+    parse_drafter_keys,
+    parse_frameworks,
+    parse_pair_facts,
+)
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
@@ -84,6 +92,11 @@ class EngineKnowledge:
     driver: ServerDriver = field(compare=False)
     member_roles: Mapping[str, str] = field(default_factory=dict, compare=False)
     rules: tuple[type[Rule], ...] = field(default=(), compare=False)
+    # The pair pre-flight: the engine's starting points ([pair]), the drafter-training
+    # frameworks and the drafter keys that change what a drafter computes (common.toml).
+    pair: PairFacts = field(default_factory=PairFacts, compare=False)
+    frameworks: tuple[Framework, ...] = field(default=(), compare=False)
+    drafter_keys: tuple[DrafterKey, ...] = field(default=(), compare=False)
 
     def loaded_architecture(self, architecture: str) -> str:
         """The class name the engine looks up for a drafter's ``architectures[0]``."""
@@ -179,4 +192,7 @@ def load_knowledge(
         driver=driver,
         member_roles=dict(member_roles or {}),
         rules=rules,
+        pair=parse_pair_facts(path, raw.get("pair")),
+        frameworks=parse_frameworks(common_path, common.get("framework")),
+        drafter_keys=parse_drafter_keys(common_path, common.get("drafter_key")),
     )

@@ -1,9 +1,14 @@
-"""Pre-flight: what can be known before a GPU is touched.
+"""Pre-flight: what can be known before a GPU is touched, for this target, this drafter, this
+release and these launch options.
 
-Reads the target's and the drafter's ``config.json`` and the drafter's safetensors headers (never
-tensor data), and runs the static check on the target's class in the engine tree. Each problem says
-whether it will crash the server or silently lower acceptance. The model folders are untrusted
-input (``model_files``): a file that cannot be read safely is a problem naming it, never a hang.
+Reads the target's and the drafter's ``config.json``, the drafter's safetensors headers and its
+small ``d2t`` tensor, runs the static check on the target's class in the engine tree, and, where
+the engine tree is read, the pair checks of ``eagle3lint.verify.pair`` (the layers the drafter
+reads as the release's code computes them, what its draft class accepts, known defects of the
+release, the launch's argument checks). Each item says what it does to the launch (works,
+crash, silent, refused, unknown) and what it rests on; the result folds them into one outcome.
+The model folders are untrusted input (``model_files``): a file that cannot be read safely is a
+problem naming it, never a hang.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from eagle3lint.verify.configs import (
     PROBLEM,
     REFUSED,
     SKIPPED,
+    UNKNOWN,
     ConfigError,
     ModelConfig,
     PreflightResult,
@@ -27,48 +33,164 @@ from eagle3lint.verify.configs import (
 )
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.model_files import MAX_SIZE, ModelFileError, OutsideFolder, describe
+from eagle3lint.verify.pair.context import Launch, PairContext
+from eagle3lint.verify.pair.d2t import check_d2t_content
 from eagle3lint.verify.safetensors_header import CheckpointTensors, read_checkpoint
 
 
 def run_preflight(
     target_path: str,
-    drafter_path: str,
+    drafter_path: str | None,
     knowledge: EngineKnowledge,
     engine: Engine | None,
     static_check: bool = True,
     engine_options: tuple[str, ...] = (),
+    launch: Launch | None = None,
+    drafter_ids: str | None = None,
 ) -> PreflightResult:
     """``engine_options``: the launch options the static check assumes (from ``--pp`` and
-    ``--engine-option``), so that ``check``, ``models`` and the pre-flight give one answer."""
+    ``--engine-option``), so that ``check``, ``models`` and the pre-flight give one answer;
+    ``launch``: the rest of the launch (``--tp``, raw server flags, the speculative flags);
+    ``drafter_path`` None: EAGLE-3 launched without a drafter; ``drafter_ids``: what the
+    drafter's layer ids mean, where the user says so (``output`` or ``hidden_states``)."""
     result = PreflightResult()
+    launch = launch or Launch()
+    launch.draft_given = drafter_path is not None
     result.target = _load(result, "target-config", target_path)
-    result.drafter = _load(result, "drafter-config", drafter_path)
+    result.drafter = _load(result, "drafter-config", drafter_path) if drafter_path is not None else None
     target, drafter = result.target, result.drafter
     models: list[Any] = []
+    checked = None
     if engine is not None and static_check:
-        models = _static_check(result, engine, target, engine_options)
+        checked = _static_check(result, engine, target, engine_options)
+        models = checked.models if checked is not None else []
     elif target is not None:
-        reason = "no engine tree found (give --engine-root)" if engine is None else "not requested"
-        result.add("target-class", SKIPPED, f"static check of {target.architecture}: {reason}")
+        reason = "no engine tree found (give --release or --engine-root)" if engine is None else "not requested"
+        result.add("target-class", SKIPPED, f"static check of {target.architecture}: {reason}", forced_outcome="unknown",
+                   decides="the engine's source: --release NAME==VERSION, --engine-root or an installed engine")
     if drafter is not None:
         _check_drafter_architecture(result, drafter, knowledge, models, engine)
+    tensors = _check_weights(result, target, drafter, knowledge) if drafter is not None else None
+    pair = _pair_context(engine, checked, knowledge, launch, target, drafter, tensors, drafter_ids) if engine is not None and checked is not None else None
     if target is not None and drafter is not None:
         _check_hidden_size(result, target, drafter)
         _check_vocab(result, target, drafter)
-        _check_aux_layers(result, target, drafter, knowledge)
-    if drafter is not None:
-        _check_weights(result, target, drafter, knowledge)
+        if pair is None:
+            _check_aux_layers(result, target, drafter, knowledge)
+        else:
+            result.aux_layer_ids = _drafter_layer_ids(drafter, knowledge)
+    if pair is not None:
+        _pair_checks(pair, result)
+    if drafter is not None and tensors is not None:
+        if pair is None or "fc_width" not in pair.extra:
+            _check_fc(result, target, drafter, tensors, knowledge)
+        check_d2t_content(pair, result, tensors, Path(drafter.path), _full_vocab(target, drafter))
+    if pair is None and target is not None and drafter is not None:
+        result.add(
+            "layer-ids", SKIPPED,
+            "which layers the drafter reads is decided by the release's code (the target's setter, its decoder, the runner), which was not read",
+            forced_outcome="unknown", decides="the engine's source: --release NAME==VERSION, --engine-root or an installed engine",
+        )
+    result.launch = _launch_json(launch, checked)
     return result
+
+
+def _pair_context(
+    engine: Engine, checked: Any, knowledge: EngineKnowledge, launch: Launch, target: ModelConfig | None,
+    drafter: ModelConfig | None, tensors: CheckpointTensors | None, drafter_ids: str | None,
+) -> PairContext | None:
+    from eagle3lint.capture import CaptureAnalysis
+    from eagle3lint.verify.pair.source import ReleaseCode
+
+    index = checked.index
+    if index is None or engine.pack.capture is None:
+        return None
+    launch.options = dict(checked.options.values) if checked.options is not None else {}
+    return PairContext(
+        engine=engine, index=index, code=ReleaseCode(engine.root, index), analysis=CaptureAnalysis(index, engine.pack.capture),
+        facts=knowledge.pair, frameworks=knowledge.frameworks, drafter_keys=knowledge.drafter_keys, launch=launch,
+        target=target, drafter=drafter, target_class=_target_class(checked.models, target),
+        draft_class=_draft_class(checked.models, drafter, knowledge), tensors=tensors, meaning_override=drafter_ids,
+        models=list(checked.models),
+    )
+
+
+def _pair_checks(ctx: PairContext, result: PreflightResult) -> None:
+    from eagle3lint.rulepack import rules_dir
+    from eagle3lint.verify.pair.defects import check_defects, parse_defects
+    from eagle3lint.verify.pair.draft_checks import check_draft_class, check_drafter_keys
+    from eagle3lint.verify.pair.launch import check_launch, check_tensor_parallel
+    from eagle3lint.verify.pair.layer_map import check_layer_ids
+
+    check_launch(ctx, result)
+    check_tensor_parallel(ctx, result)
+    if ctx.drafter is not None and ctx.draft_class is None and result.drafter is not None:
+        result.add("draft-class", UNKNOWN, f"{ctx.where} has no EAGLE-3 draft class for {ctx.drafter.architecture}: its constraints are not read",
+                   decides="a drafter architecture the release registers")
+    init = check_draft_class(ctx, result)
+    if init is not None:
+        ctx.extra["draft_init"] = init
+        if init.fc_width is not None:
+            ctx.extra["fc_width"] = init.fc_width
+    check_drafter_keys(ctx, result)
+    layer_map = check_layer_ids(ctx, result)
+    if layer_map is not None:
+        ctx.extra["ids_passed"] = layer_map.passed is not None
+        if layer_map.default_received is not None:
+            ctx.extra["ids_custom"] = layer_map.passed is not None and layer_map.received != layer_map.default_received
+    defects = parse_defects(rules_dir() / f"{ctx.engine.name}.toml", ctx.engine.pack.raw.get("defect"))
+    check_defects(ctx, result, defects)
+
+
+def _target_class(models: list[Any], target: ModelConfig | None) -> Any:
+    if target is None or target.architecture is None:
+        return None
+    arch = target.architecture
+    classes = [m for m in models if m.entry == arch or arch in m.architectures or m.summary.name == arch]
+    return next((m for m in classes if m.status), classes[0] if classes else None)
+
+
+def _draft_class(models: list[Any], drafter: ModelConfig | None, knowledge: EngineKnowledge) -> Any:
+    from eagle3lint.models import EAGLE3_DRAFT
+
+    if drafter is None or drafter.architecture is None:
+        return None
+    loaded = knowledge.loaded_architecture(drafter.architecture)
+    return next((m for m in models if m.kind == EAGLE3_DRAFT and loaded in (m.entry, m.summary.name, *m.architectures)), None)
+
+
+def _drafter_layer_ids(drafter: ModelConfig, knowledge: EngineKnowledge) -> list[int] | None:
+    from eagle3lint.verify.pair.drafter import read_drafter_ids
+
+    return read_drafter_ids(drafter, knowledge.frameworks).ids
+
+
+def _full_vocab(target: ModelConfig | None, drafter: ModelConfig) -> int | None:
+    return (target.vocab_size if target else None) or drafter.vocab_size
+
+
+def _launch_json(launch: Launch, checked: Any) -> dict[str, Any]:
+    return {
+        "tp": launch.tp,
+        "pp": launch.pp,
+        "options": checked.options.to_json() if checked is not None and checked.options is not None else None,
+        "engine_args": list(launch.engine_args),
+        "num_steps": launch.num_steps,
+        "eagle_topk": launch.eagle_topk,
+        "num_draft_tokens": launch.num_draft_tokens,
+        "draft_model_path": launch.draft_given,
+    }
 
 
 def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
     if not Path(path).exists():
-        result.add(check, SKIPPED, f"{path} is not a local folder (a hub id?): its config is not checked")
+        result.add(check, SKIPPED, f"{path} is not a local folder (a hub id?): its config is not checked",
+                   forced_outcome="unknown", decides=f"a local copy of {path} (download it and give its folder)")
         return None
     try:
         config = read_model_config(path)
     except OutsideFolder as exc:
-        result.add(check, SKIPPED, f"{exc}: its config is not checked")
+        result.add(check, SKIPPED, f"{exc}: its config is not checked", forced_outcome="unknown", decides="a config.json inside the model folder")
         return None
     except ConfigError as exc:
         result.add(check, PROBLEM, str(exc), CRASH)
@@ -91,19 +213,20 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
 _OUTCOME_IMPACT = {"crash": CRASH, "silent": ACCEPTANCE, "refused": REFUSED}
 
 
-def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None, engine_options: tuple[str, ...] = ()) -> list[Any]:
+def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None, engine_options: tuple[str, ...] = ()) -> Any:
     from eagle3lint.config import Settings
     from eagle3lint.runner import run_check
 
     settings = Settings()
     settings.engine_options = tuple(engine_options)
-    checked = run_check(engine, scope=[engine.root], settings=settings)
+    # The pair checks read the release's code through the project index: a full run.
+    checked = run_check(engine, scope=[engine.root], settings=settings, need_index=True)
     models = checked.models
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
         engine.adapter.server().preflight(result, engine, checked.contract, target)
     if target is None or target.architecture is None:
-        return models
+        return checked
     arch = target.architecture
     classes = [m for m in models if m.entry == arch or arch in m.architectures or m.summary.name == arch]
     names = {arch} | {m.summary.name for m in classes}
@@ -112,8 +235,9 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
         if models:
             result.add("target-class", PROBLEM, f"{where} has no model class for architecture {arch}: the server will refuse the target", CRASH)
         else:
-            result.add("target-class", SKIPPED, f"no model classes discovered in {engine.root}; {arch} not checked")
-        return models
+            result.add("target-class", SKIPPED, f"no model classes discovered in {engine.root}; {arch} not checked", forced_outcome="unknown",
+                       decides="an engine tree with model classes")
+        return checked
     result.target_class_path = classes[0].path
     findings = [f for f in checked.findings if f.class_name in names]
     result.target_findings = findings
@@ -124,12 +248,15 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     decided = model.decided
     evidence = decided.evidence if decided is not None else None
     detail = {"path": evidence.path, "line": evidence.line} if evidence is not None else {}
+    stage = decided.stage if decided is not None else None
     if impact is not None:
-        result.add("target-class", PROBLEM, f"{arch}: {model.status}, {model.outcome}{assumed}: {model.status_reason}", impact, rule=decided.code if decided else None, **detail)
+        result.add("target-class", PROBLEM, f"{arch}: {model.status}, {model.outcome}{assumed}: {model.status_reason}", impact, rule=decided.code if decided else None, stage=stage, **detail)
     elif model.outcome == "works":
         result.add("target-class", OK, f"{arch} ({model.path}) works with EAGLE-3 on {where}{assumed}", path=model.path)
     else:
-        result.add("target-class", NOTE, f"{arch}: {model.status}{assumed}: {model.status_reason}", path=model.path)
+        result.add("target-class", NOTE, f"{arch}: {model.status}{assumed}: {model.status_reason}", path=model.path,
+                   forced_outcome="unknown" if model.outcome == "unknown" else None,
+                   decides="what the static check could not prove about the target class" if model.outcome == "unknown" else "")
     for condition in model.conditions:
         result.add("launch-options", NOTE, f"{arch}: {condition.outcome} with {condition.described}: {condition.reason}")
     for finding in findings:
@@ -137,8 +264,9 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
             continue  # said above, as the verdict
         status = NOTE if finding.severity == "info" or not finding.applies else PROBLEM if finding.severity == "error" else NOTE
         cause = _OUTCOME_IMPACT.get(finding.effect.outcome) if finding.effect is not None else None
-        result.add("target-class", status, finding.message, cause if status == PROBLEM else None, rule=finding.code, path=finding.path, line=finding.line)
-    return models
+        effect_stage = finding.effect.stage if finding.effect is not None else None
+        result.add("target-class", status, finding.message, cause if status == PROBLEM else None, rule=finding.code, path=finding.path, line=finding.line, stage=effect_stage)
+    return checked
 
 
 def _check_drafter_architecture(
@@ -278,26 +406,28 @@ def _ids(ids: list[int]) -> str:
     return str(ids) if len(ids) <= 16 else f"[{', '.join(map(str, ids[:16]))}, ...] ({len(ids)} ids)"
 
 
-def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, knowledge: EngineKnowledge) -> None:
+def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter: ModelConfig, knowledge: EngineKnowledge) -> CheckpointTensors | None:
+    """The header checks of the drafter's weights; the tensors, for the checks that read more."""
     folder = Path(drafter.path)
     try:
         tensors = read_checkpoint(folder)
     except OutsideFolder as exc:
-        result.add("drafter-weights", SKIPPED, f"{exc}: tensor checks skipped")
-        return
+        result.add("drafter-weights", SKIPPED, f"{exc}: tensor checks skipped", forced_outcome="unknown", decides="weights inside the drafter's folder")
+        return None
     except ModelFileError as exc:
         result.add("drafter-weights", PROBLEM, str(exc), CRASH)
-        return
+        return None
     if tensors is None:
         if any(folder.glob("*.bin")) or any(folder.glob("*.pt")):
-            result.add("drafter-weights", SKIPPED, f"{folder} holds PyTorch pickles, not safetensors: tensor checks skipped")
+            result.add("drafter-weights", SKIPPED, f"{folder} holds PyTorch pickles, not safetensors: tensor checks skipped",
+                       forced_outcome="unknown", decides="the drafter's tensors in safetensors form (pickles are never loaded here)")
         else:
             result.add("drafter-weights", PROBLEM, f"{folder} holds no weights (*.safetensors or *.bin)", CRASH)
-        return
+        return None
     result.add("drafter-weights", OK, f"{len(tensors.tensors)} tensors in {len(tensors.files)} safetensors file(s)")
     _check_d2t(result, target, drafter, tensors)
-    _check_fc(result, target, drafter, tensors, knowledge)
     _check_lm_head(result, drafter, tensors)
+    return tensors
 
 
 def _draft_vocab(drafter: ModelConfig) -> int | None:

@@ -9,6 +9,7 @@ from typing import Any, TextIO
 
 from eagle3lint.escape import line_text
 from eagle3lint.verify.classify import CrashCause
+from eagle3lint.verify.configs import PreflightItem
 from eagle3lint.verify.measure import MeasureResult
 from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PROBLEM, REFUSED, PreflightResult
 from eagle3lint.verify.teardown import TeardownResult
@@ -21,6 +22,9 @@ GOOD, MARGINAL, NO_BENEFIT, BROKEN = "good", "marginal", "no-benefit", "broken"
 CRASHED, TIMED_OUT, PREFLIGHT_FAILED, PREFLIGHT_OK = "crash", "timeout", "preflight-failed", "preflight-ok"
 INTERRUPTED, NOT_MEASURED = "interrupted", "not-measured"
 EXIT_OK, EXIT_NOT_GOOD, EXIT_ERROR = 0, 1, 2
+# The JSON documents' version: 2 added the pre-flight's outcome and its items' outcome,
+# evidence, decides and layers (verify), and the `preflight` command's document.
+JSON_VERSION = 2
 
 
 @dataclass
@@ -98,11 +102,12 @@ class VerifyReport:
         levels = sorted({r.concurrency for m in self.metrics.values() for r in m.results})
         pre = self.preflight
         return {
-            "version": 1,
+            "version": JSON_VERSION,
             "engine": self.engine,
             "target": pre.target.to_json() if pre.target else None,
             "drafter": pre.drafter.to_json() if pre.drafter else None,
             "aux_layer_ids": pre.aux_layer_ids,
+            "outcome": pre.outcome,
             "preflight": [item.to_json() for item in pre.items],
             "launches": [r.to_json() for r in self.launches],
             "metrics": {label: m.to_json() for label, m in self.metrics.items()},
@@ -122,10 +127,13 @@ def decide(report: VerifyReport, preflight_only: bool) -> Verdict:
     """The verdict from what ran: pre-flight, launch outcomes, then acceptance and speedup."""
     pre = report.preflight
     if preflight_only:
-        if pre.problems:
-            crash = "will not serve EAGLE-3 (a crash or the engine's refusal)" if pre.predicts_crash else "will lower acceptance"
-            return Verdict(PREFLIGHT_FAILED, f"{len(pre.problems)} pre-flight problem(s); the run {crash}")
-        return Verdict(PREFLIGHT_OK, "pre-flight found no problem (nothing was launched)")
+        outcome = pre.outcome
+        if outcome == "works":
+            return Verdict(PREFLIGHT_OK, "pre-flight found no problem: the outcome is works (nothing was launched)")
+        if outcome == "unknown":
+            return Verdict(PREFLIGHT_FAILED, f"the pre-flight cannot decide the outcome: {pre.outcome_reason}")
+        crash = "will not serve EAGLE-3 (a crash or the engine's refusal)" if pre.predicts_crash else "will lower acceptance"
+        return Verdict(PREFLIGHT_FAILED, f"outcome {outcome}: {len(pre.problems)} pre-flight problem(s); the run {crash}")
     if report.interrupted:
         return Verdict(INTERRUPTED, "interrupted; every server this run started was torn down")
     spec_launch = report.launch("eagle3")
@@ -171,7 +179,7 @@ def decide(report: VerifyReport, preflight_only: bool) -> Verdict:
 
 # ---- rendering ---------------------------------------------------------------------------------
 
-_STATUS_WORD = {"ok": "ok", "problem": "PROBLEM", "note": "note", "skipped": "skipped"}
+_STATUS_WORD = {"ok": "ok", "problem": "PROBLEM", "note": "note", "skipped": "skipped", "unknown": "UNKNOWN"}
 _IMPACT_WORD = {CRASH: "will crash", ACCEPTANCE: "lowers acceptance silently", REFUSED: "the engine refuses it"}
 
 
@@ -196,13 +204,9 @@ def write_human(report: VerifyReport, out: TextIO) -> None:
         if config is not None:
             emit(f"  {label}: {config.path} ({config.architecture})")
     emit()
-    emit("Pre-flight")
+    emit(f"Pre-flight (outcome: {pre.outcome})")
     for item in pre.items:
-        word = _STATUS_WORD.get(item.status, item.status)
-        impact = f" [{_IMPACT_WORD[item.impact]}]" if item.status == PROBLEM and item.impact else ""
-        rule = f" {item.rule}" if item.rule else ""
-        where = f" ({item.path}:{item.line})" if item.path and item.line else ""
-        emit(f"  {word:<8} {item.check}{rule}{impact}: {item.message}{where}")
+        _write_item(item, emit, evidence=False)
     for record in report.launches:
         _write_launch(record, emit)
     if report.metrics:
@@ -299,3 +303,91 @@ def _gpu_figures(td: TeardownResult) -> str:
         for i, before in td.gpu_used_before.items()
     ]
     return " (" + "; ".join(figures) + ")"
+
+
+def _write_item(item: PreflightItem, emit: Callable[[str], None], evidence: bool) -> None:
+    word = _STATUS_WORD.get(item.status, item.status)
+    impact = f" [{_IMPACT_WORD[item.impact]}]" if item.status == PROBLEM and item.impact else ""
+    rule = f" {item.rule}" if item.rule else ""
+    where = f" ({item.path}:{item.line})" if item.path and item.line else ""
+    emit(f"  {word:<8} {item.check}{rule}{impact}: {item.message}{where}")
+    if item.decides:
+        emit(f"           decided by: {item.decides}")
+    if evidence:
+        for source in item.evidence:
+            line = f":{source['line']}" if source.get("line") else ""
+            what = f" ({source['what']})" if source.get("what") else ""
+            emit(f"           {source.get('kind', '')}: {source.get('where', '')}{line}{what}")
+
+
+# ---- `eagle3lint preflight` ----------------------------------------------------------------------
+
+
+@dataclass
+class PreflightReport:
+    """The pair pre-flight alone: one outcome and every item behind it."""
+
+    engine: dict[str, object] | None
+    release: str | None
+    result: PreflightResult
+
+    @property
+    def exit_code(self) -> int:
+        return EXIT_OK if self.result.outcome == "works" else EXIT_NOT_GOOD
+
+    def to_json(self) -> dict[str, Any]:
+        pre = self.result
+        layers = next((i.layers for i in pre.items if i.layers is not None), None)
+        return {
+            "version": JSON_VERSION,
+            "outcome": pre.outcome,
+            "reason": pre.outcome_reason,
+            "items": [item.to_json() for item in pre.items],
+            "engine": self.engine,
+            "release": self.release,
+            "launch": pre.launch,
+            "target": pre.target.to_json() if pre.target else None,
+            "drafter": pre.drafter.to_json() if pre.drafter else None,
+            "aux_layer_ids": pre.aux_layer_ids,
+            "layers": layers,
+            "exit_code": self.exit_code,
+        }
+
+
+def write_preflight_json(report: PreflightReport, out: TextIO) -> None:
+    out.write(json.dumps(report.to_json(), indent=2))
+    out.write("\n")
+
+
+def write_preflight_human(report: PreflightReport, out: TextIO) -> None:
+    """Text from the checkpoints and the release's source reaches the terminal escaped."""
+
+    def emit(text: str = "") -> None:
+        out.write(line_text(text) + "\n")
+
+    pre = report.result
+    engine = report.engine
+    head = f"{engine['name']} {engine['version']} ({engine['root']})" if engine else "no engine tree read"
+    emit(f"eagle3lint preflight: {head}")
+    for label, config in (("target", pre.target), ("drafter", pre.drafter)):
+        if config is not None:
+            emit(f"  {label}: {config.path} ({config.architecture})")
+    launch = pre.launch
+    if launch:
+        given = [f"--tp {launch.get('tp')}", f"--pp {launch.get('pp')}", *(launch.get("engine_args") or [])]
+        options = (launch.get("options") or {}).get("values") or {}
+        chosen = ", ".join(f"{k}={v}" for k, v in sorted(options.items()) if v)
+        emit(f"  launch: {' '.join(str(g) for g in given)}" + (f" ({chosen})" if chosen else ""))
+    emit()
+    emit(f"Outcome: {pre.outcome} — {pre.outcome_reason}")
+    emit()
+    for item in pre.items:
+        _write_item(item, emit, evidence=item.status in (PROBLEM, "unknown") or item.check == "layer-ids")
+    layers = next((i.layers for i in pre.items if i.layers), None)
+    if layers:
+        emit()
+        emit("Drafter inputs (in the order its fusion layer takes them)")
+        for row in layers:
+            ident = f"id {row['drafter_id']}" if row.get("drafter_id") is not None else f"input {row['position']}"
+            trained = row.get("trained_on") or "not recorded"
+            emit(f"  {ident:<10} trained on {trained:<24} reads {row.get('reads') or 'nothing'}")

@@ -18,6 +18,7 @@ from eagle3lint.engines import ENGINE_NAMES, knowledge_for
 from eagle3lint.errors import UsageError
 from eagle3lint.verify import report as rep
 from eagle3lint.verify.classify import ClassifyContext, classify_crash
+from eagle3lint.verify.configs import PreflightResult
 from eagle3lint.verify.gpus import GpuInfo, choose_gpus, gpu_inventory, memory_used
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.launch import (
@@ -54,9 +55,14 @@ def run_verify(
     _validate(options)
     engine, name = _resolve_engine(options)
     knowledge = knowledge_for(name)
-    knowledge.driver.validate_options(options)
+    if options.preflight_only:
+        knowledge.driver.validate_preflight(options)
+    else:
+        knowledge.driver.validate_options(options)
+        if options.draft_model_path is None:
+            raise UsageError("--draft-model-path is required to launch EAGLE-3 (without it, `eagle3lint preflight` says what the release would do)")
     prompts = load_prompts(options.prompts_file) if options.prompts_file else builtin_prompts()
-    preflight = run_preflight(options.model_path, options.draft_model_path, knowledge, engine, engine_options=options.launch_options())
+    preflight = preflight_for(options, knowledge, engine, name)
     report = rep.VerifyReport(engine.to_json() if engine else None, preflight)
     if options.release is not None and not options.preflight_only:
         report.notes.append(_release_note(options, name))
@@ -83,6 +89,27 @@ def run_verify(
                 report.launches[-1].outcome = rep.INTERRUPTED
     report.verdict = rep.decide(report, preflight_only=False)
     return report
+
+
+def run_preflight_command(options: VerifyOptions) -> rep.PreflightReport:
+    """``eagle3lint preflight``: the pair pre-flight alone. Raises UsageError for bad options."""
+    engine, name = _resolve_engine(options)
+    knowledge = knowledge_for(name)
+    knowledge.driver.validate_preflight(options)
+    result = preflight_for(options, knowledge, engine, name)
+    return rep.PreflightReport(engine.to_json() if engine else None, options.release, result)
+
+
+def preflight_for(options: VerifyOptions, knowledge: EngineKnowledge, engine: Engine | None, name: str) -> PreflightResult:
+    """The pre-flight of ``options``' pair and launch (``preflight`` and ``verify`` share it):
+    the launch options from the command line and from the environment the server inherits."""
+    import dataclasses
+
+    named = options if options.engine is not None else dataclasses.replace(options, engine=name)
+    return run_preflight(
+        options.model_path, options.draft_model_path, knowledge, engine,
+        engine_options=named.launch_options(os.environ), launch=options.launch(), drafter_ids=options.drafter_ids,
+    )
 
 
 def _validate(options: VerifyOptions) -> None:
@@ -285,7 +312,9 @@ class _Session:
             command += ["--engine-root", str(options.engine_root)]
         elif options.release is not None:
             command += ["--release", options.release]
-        command += ["--model-path", options.model_path, "--draft-model-path", options.draft_model_path]
+        command += ["--model-path", options.model_path]
+        if options.draft_model_path is not None:
+            command += ["--draft-model-path", options.draft_model_path]
         return ClassifyContext(
             engine_root=str(options.engine_root) if options.engine_root is not None else (str(self.engine.root) if self.engine else None),
             model_file=pre.target_class_path,

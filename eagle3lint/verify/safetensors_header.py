@@ -43,6 +43,9 @@ class TensorInfo:
     dtype: str
     shape: tuple[int, ...]
     file: Path
+    # Where its data lies in the file (absolute byte offsets), for the few small tensors read.
+    begin: int = 0
+    end: int = 0
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,7 @@ def _read_header(fd: int, path: Path) -> dict[str, TensorInfo]:
         if end < begin:
             raise HeaderError(f"{path}: tensor {describe(name)} has data_offsets {begin}..{end}")
         data_end = max(data_end, end)
-        tensors[name] = TensorInfo(name, dtype, shape, path)
+        tensors[name] = TensorInfo(name, dtype, shape, path, 8 + header_len + begin, 8 + header_len + end)
     if data_end > data_size:
         raise HeaderError(
             f"{path}: header declares {data_end} bytes of tensor data but the file holds {data_size} "
@@ -141,6 +144,44 @@ def _entry_problem(entry: Any) -> str:
     if shape is None:
         return f"shape is {describe(entry.get('shape'))}, not a list of whole numbers (0 to 2**63 - 1)"
     return f"data_offsets is {describe(entry.get('data_offsets'))}, not two whole numbers (0 to 2**63 - 1)"
+
+
+# Integer tensors whose values the pre-flight reads (a vocabulary mapping): little-endian.
+_INT_FORMATS = {"I64": ("<q", 8), "I32": ("<i", 4), "I16": ("<h", 2), "I8": ("<b", 1), "U8": ("<B", 1)}
+
+
+def read_int_tensor(folder: Path, info: TensorInfo, max_elements: int) -> list[int]:
+    """The values of the small integer tensor ``info`` of a checkpoint in ``folder``: read
+    through the same confinement as its header (a regular file inside the folder), at most
+    ``max_elements`` values; :class:`HeaderError` for another dtype, a size that does not match
+    its shape, or a tensor too large to be a vocabulary mapping."""
+    import struct as _struct
+
+    fmt = _INT_FORMATS.get(info.dtype)
+    if fmt is None:
+        raise HeaderError(f"{info.file}: tensor {describe(info.name)} is {describe(info.dtype)}, not an integer tensor")
+    count = 1
+    for dim in info.shape:
+        count *= dim
+    code, width = fmt
+    if count > max_elements:
+        raise HeaderError(f"{info.file}: tensor {describe(info.name)} has {count} values; more than {max_elements} is not a vocabulary mapping")
+    if info.end - info.begin != count * width:
+        raise HeaderError(f"{info.file}: tensor {describe(info.name)} holds {info.end - info.begin} bytes, not the {count * width} its shape needs")
+    try:
+        fd = open_model_file(folder, info.file.name)
+    except FileNotFoundError:
+        raise HeaderError(f"{info.file}: no such file") from None
+    try:
+        os.lseek(fd, info.begin, os.SEEK_SET)
+        data = read_upto(fd, count * width)
+    except OSError as exc:
+        raise HeaderError(f"{info.file}: cannot read ({exc.strerror or exc})") from exc
+    finally:
+        os.close(fd)
+    if len(data) != count * width:
+        raise HeaderError(f"{info.file}: tensor {describe(info.name)} is cut short (truncated download?)")
+    return [v[0] for v in _struct.iter_unpack(code, data)]
 
 
 def read_checkpoint(folder: Path) -> CheckpointTensors | None:

@@ -17,7 +17,8 @@ KIMI_HIDDEN, KIMI_VOCAB, KIMI_LAYERS = 7168, 163840, 61
 DRAFT_VOCAB = 32000
 KIMI_AUX_IDS = [2, 30, 58]
 
-_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8, "BOOL": 1}
+_DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8, "I32": 4, "BOOL": 1}
+_INT_CODES = {"I64": "q", "I32": "i"}
 
 
 def kimi_target_config() -> dict[str, Any]:
@@ -69,16 +70,24 @@ def write_config(folder: Path, config: dict[str, Any]) -> Path:
     return folder
 
 
-def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]], truncate_by: int = 0) -> Path:
-    """A valid safetensors file; tensor data are zeros (sparse). ``truncate_by`` cuts the data short,
-    as an interrupted download would."""
+def write_safetensors(
+    path: Path, tensors: dict[str, tuple[str, list[int]]], truncate_by: int = 0, values: dict[str, list[int]] | None = None
+) -> Path:
+    """A valid safetensors file; tensor data are zeros (sparse) except the integer tensors
+    ``values`` gives (a small ``d2t``, written for real). ``truncate_by`` cuts the data short, as
+    an interrupted download would."""
     header: dict[str, Any] = {"__metadata__": {"format": "pt"}}
     offset = 0
+    written: list[tuple[int, bytes]] = []
     for name, (dtype, shape) in tensors.items():
         size = _DTYPE_BYTES[dtype]
         for dim in shape:
             size *= dim
         header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [offset, offset + size]}
+        if values and name in values:
+            data = struct.pack(f"<{len(values[name])}{_INT_CODES[dtype]}", *values[name])
+            assert len(data) == size, f"{name}: {len(values[name])} values for shape {shape}"
+            written.append((offset, data))
         offset += size
     raw = json.dumps(header, separators=(",", ":")).encode()
     raw += b" " * (-len(raw) % 8)  # the format pads the header to 8 bytes
@@ -87,6 +96,9 @@ def write_safetensors(path: Path, tensors: dict[str, tuple[str, list[int]]], tru
         handle.write(struct.pack("<Q", len(raw)))
         handle.write(raw)
         handle.truncate(8 + len(raw) + max(0, offset - truncate_by))
+        for start, data in written:
+            handle.seek(8 + len(raw) + start)
+            handle.write(data)
     return path
 
 

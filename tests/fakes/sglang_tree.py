@@ -22,6 +22,17 @@ class DeepseekV2Model(nn.Module):
         super().__init__()
         self.layers_to_capture = []
         self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList()
+
+    def forward(self, input_ids, positions, forward_batch):
+        hidden_states, residual = self.embed_tokens(input_ids), None
+        aux_hidden_states = []
+        for i in range(self.start_layer, self.end_layer):
+            if i in self.layers_to_capture:
+                aux_hidden_states.append(hidden_states + residual)
+            layer = self.layers[i]
+            hidden_states, residual = layer(positions, hidden_states, forward_batch, residual)
+        return hidden_states, aux_hidden_states
 
 
 class DeepseekV2ForCausalLM(nn.Module):
@@ -86,9 +97,29 @@ EntryClass = [LlamaForCausalLMEagle3]
     "sglang/srt/model_executor/__init__.py": "",
     "sglang/srt/model_executor/model_runner.py": '''
 class ModelRunner:
+    def read_draft_config(self, draft_model_config):
+        eagle_config = getattr(draft_model_config.hf_config, "eagle_config", None)
+        self.eagle_aux_hidden_state_layer_ids = eagle_config["eagle_aux_hidden_state_layer_ids"]
+
     def initialize(self):
         if self.eagle_use_aux_hidden_state:
             self.model.set_eagle3_layers_to_capture(self.eagle_aux_hidden_state_layer_ids)
+''',
+    "sglang/srt/model_executor/cuda_graph_runner.py": '''
+class CudaGraphRunner:
+    def __init__(self, model_runner):
+        self.model_runner = model_runner
+        if model_runner.eagle_use_aux_hidden_state:
+            model_runner.model.set_eagle3_layers_to_capture(model_runner.eagle_aux_hidden_state_layer_ids)
+''',
+    "sglang/srt/server_args.py": '''
+class ServerArgs:
+    def _handle_speculative_decoding(self):
+        if self.speculative_algorithm in ("EAGLE", "EAGLE3"):
+            if self.speculative_num_steps is None:
+                assert self.speculative_eagle_topk is None and self.speculative_num_draft_tokens is None
+            elif self.speculative_eagle_topk > 1 and self.page_size > 1:
+                raise ValueError("speculative_eagle_topk > 1 with page_size > 1 is not supported")
 ''',
     "sglang/srt/speculative/__init__.py": "",
     "sglang/srt/speculative/eagle_worker.py": '''

@@ -32,6 +32,8 @@ class SglangServer(ServerDriver):
         if options.pp > 1:
             args += ["--pp-size", str(options.pp)]
         if speculative:
+            if options.draft_model_path is None:
+                raise UsageError("--draft-model-path is required to launch EAGLE-3")
             args += ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", path_argument(options.draft_model_path)]
             if options.num_steps is not None:
                 args += [

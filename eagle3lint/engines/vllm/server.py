@@ -38,6 +38,9 @@ class VllmServer(ServerDriver):
             raise UsageError("--eagle-topk and --num-draft-tokens are SGLang options; for vLLM give --num-steps")
         super().validate_options(options)
 
+    def validate_preflight(self, options: VerifyOptions) -> None:
+        self.validate_options(options)  # vLLM has no top-k or draft-token flags at all
+
     def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
         script = shutil.which(knowledge.launch_script) if knowledge.launch_script else None
         return [script, "serve"] if script else [sys.executable, "-m", knowledge.launch_module, "serve"]
@@ -47,6 +50,8 @@ class VllmServer(ServerDriver):
         if options.pp > 1:
             args += ["--pipeline-parallel-size", str(options.pp)]
         if speculative:
+            if options.draft_model_path is None:
+                raise UsageError("--draft-model-path is required to launch EAGLE-3")
             config = {
                 "method": "eagle3",
                 "model": path_argument(options.draft_model_path),
