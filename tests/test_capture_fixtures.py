@@ -149,3 +149,13 @@ def test_vllm_pp_findings_hold_only_with_pp_and_the_guard_follows_the_runner() -
 
     _, on_v1 = run_json("check", VLLM_PP, "--engine-option", "pp", "--engine-option", "runner=v1")
     assert {m["class"]: m["status"] for m in on_v1["models"] if m["status"]}["RefusedForCausalLM"] == "broken"
+
+
+def test_fix_assumes_the_same_launch_options_as_check(tmp_path: Path) -> None:
+    """`fix --engine-option pp`: what remains is judged under PP, as `check` judges it."""
+    root = _copy(VLLM_PP, tmp_path)
+    without = run_cli("fix", root)
+    with_pp = run_cli("fix", root, "--engine-option", "pp")
+    assert without.stdout == with_pp.stdout  # the same fixes
+    # The PP capture finding that has no fix is information without PP, an error with it.
+    assert without.returncode == 0 and with_pp.returncode == 1, (without.stderr, with_pp.stderr)

@@ -28,6 +28,7 @@ from eagle3lint.cli import (
     exclude_options,
     resolve_engine,
     say_errors,
+    with_engine_options,
     with_excludes,
 )
 from eagle3lint.errors import UsageError
@@ -125,6 +126,9 @@ def fix(
     if then_verify and not (verify_values.get("model_path") and verify_values.get("draft_model_path")):
         raise UsageError("--verify needs --model-path and --draft-model-path")
     settings = with_excludes(load_settings(config_file), exclude, extend_exclude)
+    # `--engine-option` (declared with verify's options, which it feeds too): the verdicts a fix
+    # must reach assume the same launch as `check` and `models`.
+    settings = with_engine_options(settings, tuple(verify_values.get("engine_options") or ()))
     unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
     original_paths = paths
     if not release and is_file_list(paths) and not then_verify:
