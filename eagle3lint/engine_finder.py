@@ -72,7 +72,7 @@ def engine_at(adapter: EngineAdapter, root: Path) -> Engine:
 
     distribution, _ = read_distribution(root)
     version = adapter.read_version(root)
-    engine = Engine(name=adapter.name, root=root, version=version, pack=adapter.pack(), adapter=adapter, distribution=distribution)
+    engine = Engine(name=adapter.name, root=root, version=version, pack=adapter.pack(), distribution=distribution)
     if distribution is not None and engine.fork is None:
         engine = dataclasses.replace(engine, version=distribution.version)
     return engine

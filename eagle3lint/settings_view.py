@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from eagle3lint.config import DEFAULT_OUTPUT_FORMAT, ENGINE_NAMES, Settings
+from eagle3lint.config import DEFAULT_OUTPUT_FORMAT, Settings
+from eagle3lint.engines import ENGINE_NAMES
 
 # What an unset setting without a value of its own means (a default comment says it).
 _DISCOVERED = "discovered from the PATHs"

@@ -58,7 +58,7 @@ class Eagle3NotImplemented(Rule):
             for model in ctx.models
             if model.kind == TARGET and getattr(ctx.verdicts.get(model_key(model)), "status", None) == NOT_IMPLEMENTED
         ]
-        refusals = ctx.index.engine.adapter.implementation_refusals(ctx, chosen) if chosen else {}
+        refusals = ctx.implementation_refusals(chosen) if chosen else {}
         for model in chosen:
             missing: list[tuple[str, list[ContractSite]]] = [
                 (member.name, sites)

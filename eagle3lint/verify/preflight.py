@@ -93,6 +93,7 @@ _OUTCOME_IMPACT = {"crash": CRASH, "silent": ACCEPTANCE, "refused": REFUSED}
 
 def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None, engine_options: tuple[str, ...] = ()) -> list[Any]:
     from eagle3lint.config import Settings
+    from eagle3lint.engines import server_for
     from eagle3lint.runner import run_check
 
     settings = Settings()
@@ -101,7 +102,7 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     models = checked.models
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
-        engine.adapter.server().preflight(result, engine, checked.contract, target)
+        server_for(engine.name).preflight(result, engine, checked.contract, target)
     if target is None or target.architecture is None:
         return models
     arch = target.architecture

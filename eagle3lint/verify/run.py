@@ -134,7 +134,7 @@ def _release_note(options: VerifyOptions, name: str) -> str:
 def _check_launcher(options: VerifyOptions, knowledge: EngineKnowledge, package: str) -> None:
     if options.launcher is not None or options.engine_root is not None:
         return
-    if not knowledge.driver.launcher_available(knowledge, package):
+    if not knowledge.driver.launcher_available(knowledge.launch_script, package):
         raise UsageError(f"{knowledge.engine} is not installed for this Python; install it, or give --engine-root or --launcher")
 
 

@@ -19,7 +19,6 @@ from eagle3lint.errors import UsageError
 from eagle3lint.verify.configs import CRASH, NOTE, OK, PROBLEM, ModelConfig, PreflightResult
 from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.httpclient import request
-from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.measure import Client, RequestResult
 from eagle3lint.verify.model_files import describe
 from eagle3lint.verify.options import VerifyOptions
@@ -38,9 +37,9 @@ class VllmServer(ServerDriver):
             raise UsageError("--eagle-topk and --num-draft-tokens are SGLang options; for vLLM give --num-steps")
         super().validate_options(options)
 
-    def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
-        script = shutil.which(knowledge.launch_script) if knowledge.launch_script else None
-        return [script, "serve"] if script else [sys.executable, "-m", knowledge.launch_module, "serve"]
+    def default_launcher(self, module: str, script: str) -> list[str]:
+        found = shutil.which(script) if script else None
+        return [found, "serve"] if found else [sys.executable, "-m", module, "serve"]
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
         args = [path_argument(options.model_path), "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
