@@ -516,14 +516,15 @@ class _SiteCollector:
 
     def branch_for(self, ctx: _Context) -> str | None:
         markers = self.pack.eagle3_branch_markers
-        if not markers:
-            return None
-        for test, polarity, _ in reversed(ctx.conditions):
+        for test, polarity, _ in reversed(ctx.conditions if markers else ()):
             text = ast.unparse(test)
             if any(marker in text for marker in markers):
                 negated = text.strip().startswith("not ")
                 return "eagle3" if polarity != negated else "not-eagle3"
-        return None
+        # A file only EAGLE-3 reaches (the rule pack's ``[branches] eagle3_files``, relative to
+        # the package root; ``rel_path`` starts with the package's name).
+        package, _, rest = self.rel_path.partition("/")
+        return "eagle3" if package == self.pack.package and rest in self.pack.eagle3_branch_files else None
 
 
 def _with_condition(ctx: _Context, test: ast.expr, polarity: bool, other_raises: bool = False) -> _Context:

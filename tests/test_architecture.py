@@ -228,7 +228,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("name", ["sglang", "vllm"])
+@pytest.mark.parametrize("name", ["sglang", "vllm", "lmdeploy"])
 def test_every_adapter_keeps_its_rule_code_table_equal_to_its_rules(name: str) -> None:
     from eagle3lint.engines import adapter_for
 

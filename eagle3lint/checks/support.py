@@ -9,6 +9,7 @@ from eagle3lint.checks.context import CheckContext, guard_phrase
 from eagle3lint.contract import ContractSite
 from eagle3lint.findings import Finding
 from eagle3lint.models import TARGET
+from eagle3lint.outcomes import CRASH, REFUSED, SILENT, Effect
 from eagle3lint.verdicts import NOT_IMPLEMENTED, model_key
 
 
@@ -71,7 +72,7 @@ class Eagle3NotImplemented(Rule):
                 lacks = ", ".join(f"`{n}`" for n in names)
                 refusal = f"the engine refuses it: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
             else:
-                refusal = "this engine version asks nothing of it"
+                refusal = _launch_phrase(getattr(ctx.verdicts.get(model_key(model)), "decided", None))
             why = refusals.get(id(model))
             offer = f"; no automatic fix: {why}" if why else "; an unsafe fix may implement it (`eagle3lint fix --unsafe-fixes` shows it)"
             yield ctx.finding(
@@ -85,6 +86,22 @@ class Eagle3NotImplemented(Rule):
                 data={"members": names, "implement_as": "E3L001"},
                 effect=ctx.gap_effect(names, sites, code=self.code) if sites else None,
             )
+
+
+_OUTCOME_PHRASES = {
+    CRASH: "a launch with EAGLE-3 crashes",
+    SILENT: "a launch with EAGLE-3 runs, and the drafter gets the wrong hidden states",
+    REFUSED: "the engine refuses a launch with EAGLE-3",
+}
+
+
+def _launch_phrase(decided: Effect | None) -> str:
+    """What a launch does with a model the engine asks no member of, from its verdict (another
+    finding's effect, or the engine's own: a config it never admits, a fallback it takes)."""
+    if decided is None or decided.outcome not in _OUTCOME_PHRASES:
+        return "this engine version asks nothing of it"
+    cause = f"{decided.code}: {decided.reason}" if decided.code else decided.reason
+    return f"the engine asks no member of it, but {_OUTCOME_PHRASES[decided.outcome]} ({cause})"
 
 
 class ReplacementDropsEagle3(Rule):

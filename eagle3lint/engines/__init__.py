@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from eagle3lint.verify.driver import ServerDriver
     from eagle3lint.verify.knowledge import EngineKnowledge
 
-ENGINE_NAMES: tuple[str, ...] = ("sglang", "vllm")
+ENGINE_NAMES: tuple[str, ...] = ("sglang", "vllm", "lmdeploy")
 
 
 def _sglang() -> EngineAdapter:
@@ -42,7 +42,13 @@ def _vllm() -> EngineAdapter:
     return VllmAdapter()
 
 
-_LOADERS: dict[str, Callable[[], EngineAdapter]] = {"sglang": _sglang, "vllm": _vllm}
+def _lmdeploy() -> EngineAdapter:
+    from eagle3lint.engines.lmdeploy.adapter import LmdeployAdapter
+
+    return LmdeployAdapter()
+
+
+_LOADERS: dict[str, Callable[[], EngineAdapter]] = {"sglang": _sglang, "vllm": _vllm, "lmdeploy": _lmdeploy}
 
 
 @cache

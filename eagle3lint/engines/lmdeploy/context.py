@@ -1,0 +1,96 @@
+"""What LMDeploy's rules see: the core's context, the release's contract facts, and for each target
+the builders of its checkpoints (``checkpoints``) and its capture flow (``flow``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from eagle3lint.checks.context import CheckContext
+from eagle3lint.engines.lmdeploy.builders import Place
+from eagle3lint.engines.lmdeploy.checkpoints import Family, families
+from eagle3lint.engines.lmdeploy.facts import LmdeployContract
+from eagle3lint.engines.lmdeploy.flow import (
+    CAPTURES,
+    PASSES,
+    Flow,
+    FlowReader,
+    Graph,
+    Spot,
+    flow_reader,
+)
+from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
+from eagle3lint.findings import Related
+from eagle3lint.index import ClassRef
+from eagle3lint.models import TARGET, ModelClass, classify
+from eagle3lint.outcomes import STAGE_FORWARD
+
+# The draft's warm-up (the first forward passes, before any request), and serving, where what the
+# drafter reads decides acceptance: a warm-up crash is seen before a silent failure.
+STAGE_WARMUP = STAGE_FORWARD
+STAGE_SERVING = STAGE_FORWARD + 0.5
+
+
+@dataclass(frozen=True)
+class ModelAnalysis:
+    families: list[Family]
+    flow: Flow
+    graph: Graph | None  # the CUDA-graph path, where the eager path carries the states
+    # The first attribute of the chain holds a causal LM: the class wraps a language model.
+    wrapper: ClassRef | None = None
+
+
+class LmdeployContext(CheckContext):
+    @property
+    def lcontract(self) -> LmdeployContract | None:
+        value = self.contract.extra.get("lmdeploy")
+        return value if isinstance(value, LmdeployContract) else None
+
+    def reader(self) -> FlowReader:
+        contract = self.lcontract
+        defaults = frozenset((g.module, g.name) for g in contract.graph_defaults) if contract else frozenset()
+        return self.shared("lmdeploy-flow", lambda: flow_reader(self.index, defaults))
+
+    def analysis(self, model: ModelClass) -> ModelAnalysis | None:
+        """The model's checkpoints' builders and its capture flow (targets of a tree whose
+        contract was read)."""
+        contract = self.lcontract
+        if contract is None or model.kind != TARGET:
+            return None
+        cache: dict[tuple[str, str | None], ModelAnalysis] = self.shared("lmdeploy-analysis", dict)
+        key = (f"{model.ref.module}.{model.ref.qualname}", model.variant)
+        found = cache.get(key)
+        if found is None:
+            reader = self.reader()
+            fams = families(contract, model.architectures or [model.summary.name], lmdeploy_pack(self.pack).architecture_suffixes)
+            flow = reader.flow(model.ref)
+            graph = reader.graph(model.ref) if flow.status in (CAPTURES, PASSES) else None
+            wrapper = None
+            if flow.status == PASSES and flow.chain:
+                held = [h for h in self.index.attribute_classes(model.ref, flow.chain[0]) if isinstance(h, ClassRef)]
+                if held and classify(self.index, held[0])[0] == TARGET:
+                    wrapper = held[0]
+            found = cache[key] = ModelAnalysis(fams, flow, graph, wrapper)
+        return found
+
+    # ---- evidence -----------------------------------------------------------------------------
+    def at(self, place: Place, message: str) -> Related:
+        """A line of the engine (relative to its package root)."""
+        return Related(str(self.index.engine.root / place.path), place.line, message)
+
+    def at_spot(self, spot: Spot, message: str) -> Related:
+        return Related(spot.path, spot.line, message)
+
+    def fallback(self, message: str = "") -> Related | None:
+        contract = self.lcontract
+        if contract is None or contract.fallback is None:
+            return None
+        text = message or f"the proposer swaps in `{lmdeploy_pack(self.pack).aux_key}` only when the target returns it; else the drafter reads the last hidden state"
+        return self.at(contract.fallback, text)
+
+    def implementation_refusals(self, models: list[ModelClass]) -> dict[int, str]:
+        """Why the decoder-capture fix cannot implement EAGLE-3 in each model (its decoder loop
+        has not the common shape, or its checkpoints' builder refuses or leaves it out)."""
+        from eagle3lint.engines.lmdeploy.shape import implementation_refusal
+
+        refusals = {id(m): implementation_refusal(self.index, self.reader(), self.analysis(m), m) for m in models}
+        return {key: why for key, why in refusals.items() if why is not None}
