@@ -6,11 +6,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.engines.lmdeploy.builders import Place
+from eagle3lint.engines.lmdeploy.builders import NEVER, Place
 from eagle3lint.engines.lmdeploy.checkpoints import Family, families
 from eagle3lint.engines.lmdeploy.facts import LmdeployContract
 from eagle3lint.engines.lmdeploy.flow import (
     CAPTURES,
+    NONE,
     PASSES,
     Flow,
     FlowReader,
@@ -22,7 +23,7 @@ from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
 from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass, classify
-from eagle3lint.outcomes import STAGE_FORWARD
+from eagle3lint.outcomes import SILENT, STAGE_FORWARD, Effect
 
 # The draft's warm-up (the first forward passes, before any request), and serving, where what the
 # drafter reads decides acceptance: a warm-up crash is seen before a silent failure.
@@ -72,6 +73,20 @@ class LmdeployContext(CheckContext):
             found = cache[key] = ModelAnalysis(fams, flow, graph, wrapper)
         return found
 
+    def engine_effects(self, model: ModelClass) -> list[Effect]:
+        """Besides the findings: a target no decoder of which captures, launched through a builder
+        that opts it in without naming layers, runs on the proposer's fallback (silent)."""
+        effects = super().engine_effects(model)
+        analysis = self.analysis(model)
+        contract = self.lcontract
+        if analysis is None or contract is None or analysis.flow.status != NONE:
+            return effects
+        plain = [f for f in analysis.families if f.builder.refusal is None and contract.opted_in(f.builder) != NEVER and f.builder.layers == NEVER]
+        if plain:
+            reason = f"no decoder captures; {plain[0].builder.name} opts it in, and the proposer falls back to the last hidden state"
+            effects.append(Effect(SILENT, STAGE_SERVING, self.fallback(), reason=reason))
+        return effects
+
     # ---- evidence -----------------------------------------------------------------------------
     def at(self, place: Place, message: str) -> Related:
         """A line of the engine (relative to its package root)."""
@@ -92,5 +107,5 @@ class LmdeployContext(CheckContext):
         has not the common shape, or its checkpoints' builder refuses or leaves it out)."""
         from eagle3lint.engines.lmdeploy.shape import implementation_refusal
 
-        refusals = {id(m): implementation_refusal(self.index, self.reader(), self.analysis(m), m) for m in models}
+        refusals = {id(m): implementation_refusal(self.index, self.reader(), self.lcontract, self.analysis(m), m) for m in models}
         return {key: why for key, why in refusals.items() if why is not None}

@@ -286,6 +286,8 @@ class _ForwardFacts:
         self.inner_calls: list[str] = []  # self.<attr>(...) / self.<attr>.forward(...)
         self._bound: dict[str, str] = {}  # local -> the inner attribute its value comes from
         self._aux_names: set[str] = set()  # locals holding the captured states
+        # Locals rebound to a part of another local's value other than the key: (name, source, node).
+        self._cuts: list[tuple[str, str, ast.Assign]] = []
         states: list[str] = []
         for node in ast.walk(fn):
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
@@ -305,6 +307,9 @@ class _ForwardFacts:
                         self._aux_names.update(name for name in _names(target) if "aux" in name)
                 if isinstance(target, ast.Name) and _reads_key(value, key):
                     self._aux_names.add(target.id)
+                # ``outputs = outputs['hidden_states']``: the inner output cut down to a tensor
+                if isinstance(target, ast.Name) and _cut(value, key) is not None:
+                    self._cuts.append((target.id, _cut(value, key) or "", node))
             elif isinstance(node, ast.Call):
                 inner = _inner_call(node)
                 if inner is not None and inner not in self.inner_calls:
@@ -325,6 +330,15 @@ class _ForwardFacts:
                 elif isinstance(right, ast.Name) and right.id in self.aliases:
                     self.captures = True
         self.state_attributes = tuple(dict.fromkeys(states))
+        # ``if '<key>' in outputs: return outputs``: the inner output handed on whole when it
+        # carries the key (the locals returned so).
+        self._guarded: set[str] = set()
+        for node in ast.walk(fn):
+            if isinstance(node, ast.If) and any(
+                isinstance(c, ast.Compare) and isinstance(c.left, ast.Constant) and c.left.value == key and any(isinstance(op, ast.In) for op in c.ops)
+                for c in ast.walk(node.test)
+            ):
+                self._guarded.update(r.value.id for r in node.body if isinstance(r, ast.Return) and isinstance(r.value, ast.Name))
         self.returns_key = self._returns_key()
         self.captures = self.captures and self.returns_key
         self.option_raises = self._option_raises(option_tests)
@@ -360,10 +374,21 @@ class _ForwardFacts:
 
     def passes(self, attr: str) -> bool:
         """The inner model ``self.<attr>``'s output reaches what this forward returns, with its
-        key (returned whole, or the key set in the returned dict, or the value read from it)."""
+        key (returned whole, or the key set in the returned dict, or the value read from it). A
+        forward that somewhere returns a part of that output (``return outputs['hidden_states']``,
+        ``outputs = outputs[0]``) drops the key on the path where the inner model returns it."""
         if self.returns_key:
             return True
-        for value in self._returned():
+        inner_names = {name for name, source in self._bound.items() if source == attr}
+        if inner_names & self._guarded:
+            return True
+        returned = self._returned()
+        returned_names = {v.id for v in returned if isinstance(v, ast.Name)}
+        if any(_cut(v, self.key) in inner_names for v in returned):
+            return False
+        if any(name in returned_names and source in inner_names for name, source, _ in self._cuts):
+            return False
+        for value in returned:
             if _inner_call(value) == attr:
                 return True
             if isinstance(value, ast.Name) and (self._bound.get(value.id) == attr or value.id in self._aux_names):
@@ -426,6 +451,25 @@ def _has_key(node: ast.AST, key: str) -> bool:
     if isinstance(node, ast.Dict):
         return any(isinstance(k, ast.Constant) and k.value == key for k in node.keys)
     return False
+
+
+def _cut(node: ast.AST, key: str) -> str | None:
+    """The local a part of which ``node`` takes (``outputs['hidden_states']``, ``outputs[0]``,
+    ``outputs.get('hidden_states')``), other than the key itself; None for anything else."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name):
+        if isinstance(node.slice, ast.Constant) and node.slice.value == key:
+            return None
+        return node.value.id
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "get"
+        and isinstance(node.func.value, ast.Name)
+        and node.args
+        and not (isinstance(node.args[0], ast.Constant) and node.args[0].value == key)
+    ):
+        return node.func.value.id
+    return None
 
 
 def _reads_key(node: ast.AST, key: str) -> bool:
