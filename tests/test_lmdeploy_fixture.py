@@ -143,7 +143,7 @@ def test_fix_makes_the_fixable_models_work_and_settles(tmp_path: Path) -> None:
     assert done.returncode == 1, done.stderr
     assert "Fixed 6 of 15 findings in 3 files" in done.stderr
     code, data = run_json("models", tree, "--no-cache")
-    assert code == 1
+    assert code == 0  # models lists; it does not fail on findings
     statuses = {m["class"]: m["status"] for m in data["models"]}
     for name in ("CudaGraphDropForCausalLM", "ReturnDropForCausalLM", "GraphlessVLForConditionalGeneration", "DroppingVLForConditionalGeneration", "SetterOnlyForCausalLM"):
         assert statuses[name] == "supported", name
