@@ -20,6 +20,7 @@ re-check.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -178,7 +179,7 @@ class FlowReader:
         best: Flow | None = None
         # Only models are followed (a vision tower, an embedding or a layer holds no decoder the
         # engine's output comes from): the rule pack's inner-model class names.
-        pattern = self.index.engine.pack.inner_model_class_pattern
+        pattern = re.compile(self.index.engine.pack.inner_model_class_pattern.pattern, re.I)  # ``Qwen3model``
         for attr in facts.inner_calls:
             held = [
                 h for h in self.index.attribute_classes(ref, attr)
@@ -384,6 +385,8 @@ class _ForwardFacts:
             return True
         returned = self._returned()
         returned_names = {v.id for v in returned if isinstance(v, ast.Name)}
+        if returned_names & self._aux_names:
+            return True  # ``return hidden_states, embeds, aux_hidden_states``: the value, by position
         if any(_cut(v, self.key) in inner_names for v in returned):
             return False
         if any(name in returned_names and source in inner_names for name, source, _ in self._cuts):
