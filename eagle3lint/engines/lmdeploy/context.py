@@ -3,19 +3,16 @@ the builders of its checkpoints (``checkpoints``) and its capture flow (``flow``
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
 from eagle3lint.engines.lmdeploy.builders import NEVER, Place
-from eagle3lint.engines.lmdeploy.checkpoints import Family, families
+from eagle3lint.engines.lmdeploy.checkpoints import families
 from eagle3lint.engines.lmdeploy.facts import LmdeployContract
 from eagle3lint.engines.lmdeploy.flow import (
     CAPTURES,
     NONE,
     PASSES,
-    Flow,
     FlowReader,
-    Graph,
     Spot,
     flow_reader,
 )
@@ -29,15 +26,6 @@ from eagle3lint.outcomes import SILENT, STAGE_FORWARD, Effect
 # drafter reads decides acceptance: a warm-up crash is seen before a silent failure.
 STAGE_WARMUP = STAGE_FORWARD
 STAGE_SERVING = STAGE_FORWARD + 0.5
-
-
-@dataclass(frozen=True)
-class ModelAnalysis:
-    families: list[Family]
-    flow: Flow
-    graph: Graph | None  # the CUDA-graph path, where the eager path carries the states
-    # The first attribute of the chain holds a causal LM: the class wraps a language model.
-    wrapper: ClassRef | None = None
 
 
 class LmdeployContext(CheckContext):

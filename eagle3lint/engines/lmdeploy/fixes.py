@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import ast
 
-from eagle3lint.engines.lmdeploy.context import LmdeployContext, ModelAnalysis
+from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
+from eagle3lint.engines.lmdeploy.context import LmdeployContext
 from eagle3lint.engines.lmdeploy.facts import LmdeployContract
 from eagle3lint.engines.lmdeploy.flow import CAPTURES, DROPS, KEEPS, LOSES, PASSES
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack

@@ -24,7 +24,7 @@ from eagle3lint.engines.lmdeploy.builders import NEVER, SET
 from eagle3lint.index import ClassRef, ProjectIndex
 
 if TYPE_CHECKING:
-    from eagle3lint.engines.lmdeploy.context import ModelAnalysis
+    from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
     from eagle3lint.engines.lmdeploy.facts import LmdeployContract
     from eagle3lint.engines.lmdeploy.flow import FlowReader
     from eagle3lint.models import ModelClass
