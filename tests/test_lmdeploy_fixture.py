@@ -189,3 +189,28 @@ def test_an_unreadable_module_map_is_a_file_error(tmp_path: Path) -> None:
     done = run_cli("check", tree, "--no-cache")
     assert done.returncode == 2
     assert "module_map.py" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_warm_cache_sees_an_edit_of_the_mixin_and_of_a_builder(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    _, first = run_json("models", tree, cwd=tmp_path)
+    assert _models(first)["CudaGraphDropForCausalLM"]["status"] == "broken"
+    mixin = tree / "lmdeploy/pytorch/models/utils/cudagraph.py"
+    mixin.write_text(mixin.read_text().replace(
+        "        return outputs\n",
+        "        if 'aux_hidden_states' in output_buffers:\n"
+        "            outputs['aux_hidden_states'] = output_buffers['aux_hidden_states'][:, :num_tokens]\n"
+        "        return outputs\n",
+    ))
+    builder = tree / "lmdeploy/pytorch/configurations/layerless.py"
+    builder.write_text(builder.read_text().replace(
+        "            cfg.model_paradigm = 'ar_spec'\n",
+        "            cfg.model_paradigm = 'ar_spec'\n"
+        "            hf_config.aux_hidden_state_layers = (2, cfg.num_layers // 2, cfg.num_layers - 3)\n",
+    ))
+    _, second = run_json("models", tree, cwd=tmp_path)
+    models = _models(second)
+    assert models["CudaGraphDropForCausalLM"]["status"] == "supported"
+    assert models["GraphlessVLForConditionalGeneration"]["status"] == "supported"
+    assert models["LayerlessForCausalLM"]["status"] == "supported"

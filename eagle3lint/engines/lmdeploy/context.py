@@ -19,7 +19,7 @@ from eagle3lint.engines.lmdeploy.flow import (
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
 from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass, classify
+from eagle3lint.models import TARGET, ModelClass, classify, inner_model_choices
 from eagle3lint.outcomes import SILENT, STAGE_FORWARD, Effect
 
 # The draft's warm-up (the first forward passes, before any request), and serving, where what the
@@ -34,10 +34,15 @@ class LmdeployContext(CheckContext):
         value = self.contract.extra.get("lmdeploy")
         return value if isinstance(value, LmdeployContract) else None
 
+    def inner_choices(self, ref: ClassRef) -> list[tuple[str, list[ClassRef]]]:
+        """The inner models the index names. LMDeploy's wrappers that build their language model
+        with a factory (``build_model_from_hf_config(text_config)``) pick it from the checkpoint's
+        config at run time through the architecture map: no static inference can name it, and
+        trying costs astroid seconds on the engine's import chains."""
+        return inner_model_choices(self.index, ref)
+
     def reader(self) -> FlowReader:
-        contract = self.lcontract
-        defaults = frozenset((g.module, g.name) for g in contract.graph_defaults) if contract else frozenset()
-        return self.shared("lmdeploy-flow", lambda: flow_reader(self.index, defaults))
+        return self.shared("lmdeploy-flow", lambda: flow_reader(self.index))
 
     def analysis(self, model: ModelClass) -> ModelAnalysis | None:
         """The model's checkpoints' builders and its capture flow (targets of a tree whose

@@ -9,7 +9,6 @@
   the draft's warm-up calls with arguments only the speculative strategy takes;
 * the proposer's fallback (``if 'aux_hidden_states' in output``: else the drafter reads the last
   hidden state), the evidence for a silent failure;
-* the CUDA-graph output path every model inherits, and whether it keeps the captured states;
 * the engine's own config classes for model types transformers does not ship.
 
 Files are read with ``ast``, never imported. A file that is missing leaves its fact unknown (older
@@ -54,16 +53,6 @@ class ContextLayers:
     why: str = ""
 
 
-@dataclass(frozen=True)
-class GraphDefault:
-    """A class of the CUDA-graph mixin module that defines the output method."""
-
-    module: str
-    name: str
-    keeps: bool
-    place: Place
-
-
 @dataclass
 class LmdeployContract:
     builders: list[BuilderFacts] = field(default_factory=list)
@@ -74,7 +63,6 @@ class LmdeployContract:
     paradigm_crash: Place | None = None
     paradigm_why: str = ""
     fallback: Place | None = None
-    graph_defaults: list[GraphDefault] = field(default_factory=list)
     # model_type -> the architectures the engine's own config class for it serves.
     config_types: dict[str, tuple[str, ...]] = field(default_factory=dict)
     # The draft's method, as the builders were run with it.
@@ -109,7 +97,6 @@ class LmdeployContract:
             "build_context": {"state": self.context.state, "place": place(self.context.place), "why": self.context.why},
             "not_opted_in": {"place": place(self.paradigm_crash), "why": self.paradigm_why} if self.paradigm_crash else None,
             "fallback": place(self.fallback),
-            "cuda_graph_defaults": [{"class": f"{g.module}.{g.name}", "keeps_aux": g.keeps, "place": place(g.place)} for g in self.graph_defaults],
             "config_types": {k: list(v) for k, v in sorted(self.config_types.items())},
         }
 
@@ -128,8 +115,6 @@ class LmdeployContract:
             lines.append(f"a target never opted in: {self.paradigm_why} ({self.paradigm_crash.path}:{self.paradigm_crash.line})")
         if self.fallback is not None:
             lines.append(f"proposer fallback (no captured states: the drafter reads the last hidden state): {self.fallback.path}:{self.fallback.line}")
-        for g in self.graph_defaults:
-            lines.append(f"CUDA-graph outputs of {g.name} ({g.place.path}:{g.place.line}): {'keep' if g.keeps else 'drop'} the captured states")
         if self.config_types:
             lines.append("engine config classes: " + "; ".join(f"{t} -> {', '.join(a[:1])}" for t, a in sorted(self.config_types.items())))
         return "\n".join(lines) + "\n"
@@ -194,7 +179,6 @@ def read_contract(engine: Engine) -> tuple[LmdeployContract, list[FileError]]:
     contract.context = _context_layers(reader, lpack, str(arguments.get("spec_method", "eagle3")))
     contract.paradigm_crash, contract.paradigm_why = _paradigm_crash(reader, lpack)
     contract.fallback = _fallback(reader, lpack)
-    contract.graph_defaults = _graph_defaults(reader, lpack)
     contract.config_types = _config_types(reader, lpack)
     return contract, reader.errors
 
@@ -318,21 +302,6 @@ def _fallback(reader: _Reader, lpack: LmdeployPack) -> Place | None:
             ):
                 return Place(rel, node.lineno)
     return None
-
-
-def _graph_defaults(reader: _Reader, lpack: LmdeployPack) -> list[GraphDefault]:
-    tree = reader.parse(lpack.graph_mixin_file)
-    if tree is None:
-        return []
-    module = ".".join((reader.engine.pack.package, *Path(lpack.graph_mixin_file).with_suffix("").parts))
-    out = []
-    for cls in (s for s in tree.body if isinstance(s, ast.ClassDef)):
-        fn = next((s for s in cls.body if isinstance(s, ast.FunctionDef) and s.name == lpack.graph_method), None)
-        if fn is None:
-            continue
-        keeps = any(isinstance(n, ast.Constant) and n.value == lpack.aux_key for n in ast.walk(fn))
-        out.append(GraphDefault(module, cls.name, keeps, Place(lpack.graph_mixin_file, fn.lineno)))
-    return out
 
 
 def _config_types(reader: _Reader, lpack: LmdeployPack) -> dict[str, tuple[str, ...]]:

@@ -107,6 +107,14 @@ class _Body:
     offset: int
     path: str
     owner: ClassRef
+    _nodes: list[ast.AST] | None = None
+
+    @property
+    def nodes(self) -> list[ast.AST]:
+        """Every node of the body, walked once (a decoder's forward is read several ways)."""
+        if self._nodes is None:
+            self._nodes = list(ast.walk(self.tree))
+        return self._nodes
 
     def spot(self, node: ast.AST) -> Spot:
         return Spot(self.path, getattr(node, "lineno", 0) + self.offset, self.owner.qualname, self.tree.name)
@@ -118,7 +126,8 @@ class FlowReader:
     snippets: SnippetReader
     lpack: LmdeployPack
     option_tests: tuple[tuple[str, tuple[str, ...]], ...] = ()
-    graph_defaults: frozenset[tuple[str, str]] = frozenset()  # (module, class) of the mixin defaults
+    # The module of the CUDA-graph mixin every model inherits its output path from.
+    mixin_module: str = ""
     _flows: dict[ClassRef, Flow] = field(default_factory=dict)
     _graphs: dict[ClassRef, Graph] = field(default_factory=dict)
     _bodies: dict[tuple[ClassRef, str], _Body | None] = field(default_factory=dict)
@@ -257,12 +266,12 @@ class FlowReader:
         if found is None or isinstance(found, str):
             return Graph(UNKNOWN, why=str(found))
         _, body = found
-        if (owner.module, owner.qualname) in self.graph_defaults:
-            return Graph(LOSES, body.spot(body.tree), default=True)
-        keeps = any(isinstance(n, ast.Constant) and n.value == self.lpack.aux_key for n in ast.walk(body.tree))
+        keeps = any(isinstance(n, ast.Constant) and n.value == self.lpack.aux_key for n in body.nodes)
         if keeps:
-            return Graph(KEEPS, body.spot(body.tree))
-        for call in (n for n in ast.walk(body.tree) if isinstance(n, ast.Call)):
+            return Graph(KEEPS, body.spot(body.tree), default=owner.module == self.mixin_module)
+        if owner.module == self.mixin_module:
+            return Graph(LOSES, body.spot(body.tree), default=True)
+        for call in (n for n in body.nodes if isinstance(n, ast.Call)):
             func = call.func
             if not (isinstance(func, ast.Attribute) and func.attr == name):
                 continue
@@ -281,7 +290,6 @@ class _ForwardFacts:
     def __init__(self, body: _Body, key: str, option_tests: tuple[tuple[str, tuple[str, ...]], ...]) -> None:
         self.body = body
         self.key = key
-        fn = body.tree
         self.aliases: set[str] = set()  # locals bound to capture state
         self.state_attributes: tuple[str, ...] = ()
         self.inner_calls: list[str] = []  # self.<attr>(...) / self.<attr>.forward(...)
@@ -290,7 +298,8 @@ class _ForwardFacts:
         # Locals rebound to a part of another local's value other than the key: (name, source, node).
         self._cuts: list[tuple[str, str, ast.Assign]] = []
         states: list[str] = []
-        for node in ast.walk(fn):
+        nodes = body.nodes
+        for node in nodes:
             if isinstance(node, ast.Assign) and len(node.targets) == 1:
                 target, value = node.targets[0], node.value
                 attr = _self_attr(value)
@@ -316,7 +325,7 @@ class _ForwardFacts:
                 if inner is not None and inner not in self.inner_calls:
                     self.inner_calls.append(inner)
         self.captures = False
-        for loop in (n for n in ast.walk(fn) if isinstance(n, (ast.For, ast.AsyncFor))):
+        for loop in (n for n in nodes if isinstance(n, (ast.For, ast.AsyncFor))):
             index = _loop_index(loop)
             if index is None or "layers" not in ast.unparse(loop.iter):
                 continue
@@ -334,7 +343,7 @@ class _ForwardFacts:
         # ``if '<key>' in outputs: return outputs``: the inner output handed on whole when it
         # carries the key (the locals returned so).
         self._guarded: set[str] = set()
-        for node in ast.walk(fn):
+        for node in nodes:
             if isinstance(node, ast.If) and any(
                 isinstance(c, ast.Compare) and isinstance(c.left, ast.Constant) and c.left.value == key and any(isinstance(op, ast.In) for op in c.ops)
                 for c in ast.walk(node.test)
@@ -346,7 +355,7 @@ class _ForwardFacts:
 
     def _returned(self) -> list[ast.expr]:
         out: list[ast.expr] = []
-        for node in ast.walk(self.body.tree):
+        for node in self.body.nodes:
             if isinstance(node, ast.Return) and node.value is not None:
                 value = node.value
                 out.extend(value.elts if isinstance(value, ast.Tuple) else [value])
@@ -358,7 +367,7 @@ class _ForwardFacts:
         for value in returned:
             if _has_key(value, self.key):
                 return True
-        for node in ast.walk(self.body.tree):
+        for node in self.body.nodes:
             if isinstance(node, ast.Assign):
                 for target in node.targets:
                     if (
@@ -495,9 +504,10 @@ def _loop_index(loop: ast.For | ast.AsyncFor) -> str | None:
     return None
 
 
-def flow_reader(index: ProjectIndex, graph_defaults: frozenset[tuple[str, str]]) -> FlowReader:
+def flow_reader(index: ProjectIndex) -> FlowReader:
     pack = index.engine.pack
     lpack = lmdeploy_pack(pack)
     snippets = index.snippets if isinstance(index, LmdeployIndex) else SnippetReader()
     tests = tuple((o.name, o.tests) for o in pack.options.values() if o.tests)
-    return FlowReader(index, snippets, lpack, tests, graph_defaults)
+    mixin = ".".join((pack.package, *lpack.graph_mixin_file.removesuffix(".py").split("/")))
+    return FlowReader(index, snippets, lpack, tests, mixin)
