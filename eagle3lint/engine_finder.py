@@ -12,7 +12,7 @@ from pathlib import Path
 
 from eagle3lint.adapter import EngineAdapter
 from eagle3lint.engine import Engine
-from eagle3lint.engines import ENGINE_NAMES, adapter_for
+from eagle3lint.engines import ENGINE_NAMES, adapter_for, engines_phrase
 from eagle3lint.errors import UsageError
 from eagle3lint.report.paths import line_path
 
@@ -92,7 +92,7 @@ def discover_engine(
             raise UsageError(f"--engine-root {engine_root}: no such folder")
         found = _find_upwards(root, engines) or _find_downwards(root, engines)
         if found is None:
-            names = " or ".join(a.name for a in engines)
+            names = engines_phrase(a.name for a in engines)
             raise UsageError(f"--engine-root {engine_root}: no {names} package found there")
     elif paths:
         for path in paths:
@@ -106,7 +106,7 @@ def discover_engine(
             if found:
                 break
         if found is None:
-            names = " or ".join(a.name for a in engines)
+            names = engines_phrase(a.name for a in engines)
             raise UsageError(
                 f"{paths[0]}: not inside a {names} source tree; give --engine-root, or "
                 "--release NAME==VERSION to check a published release"
@@ -114,7 +114,7 @@ def discover_engine(
     else:
         found = installed_engine_root(engines)
         if found is None:
-            names = " or ".join(a.name for a in engines)
+            names = engines_phrase(a.name for a in engines)
             raise UsageError(
                 f"no PATH given and no installed {names} package found; give a PATH inside an "
                 "engine tree, --engine-root, or --release NAME==VERSION"

@@ -12,7 +12,7 @@ Adding an engine: see ``docs/architecture.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -49,6 +49,12 @@ def _lmdeploy() -> EngineAdapter:
 
 
 _LOADERS: dict[str, Callable[[], EngineAdapter]] = {"sglang": _sglang, "vllm": _vllm, "lmdeploy": _lmdeploy}
+
+
+def engines_phrase(names: Iterable[str] = ENGINE_NAMES) -> str:
+    """``sglang, vllm or lmdeploy``: engine names as a message lists them."""
+    listed = list(names)
+    return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
 
 
 @cache
@@ -155,6 +161,7 @@ __all__ = [
     "adapter_for",
     "adapters",
     "checked_context",
+    "engines_phrase",
     "fix_patterns_for",
     "is_known_code",
     "knowledge_for",
