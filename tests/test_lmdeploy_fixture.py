@@ -214,3 +214,37 @@ def test_a_warm_cache_sees_an_edit_of_the_mixin_and_of_a_builder(tmp_path: Path)
     assert models["CudaGraphDropForCausalLM"]["status"] == "supported"
     assert models["GraphlessVLForConditionalGeneration"]["status"] == "supported"
     assert models["LayerlessForCausalLM"]["status"] == "supported"
+
+
+def test_code_nested_deeper_than_the_stack_costs_a_fact_not_the_run(tmp_path: Path) -> None:
+    """A builder, a map entry and a forward that parse, yet nest deeper than a recursive reader
+    (or ``ast.unparse``) can follow: each is an unknown or a file error, never a traceback."""
+    tree = tmp_path / "tree"
+    shutil.copytree(TREE, tree)
+    chain = " + ".join(["'a'"] * 1500)
+    nots = "not " * 600 + "spec_method"
+    builder = (
+        "from .builder import AutoModelConfigBuilder\n\n\n"
+        "class DeepModelConfigBuilder(AutoModelConfigBuilder):\n\n"
+        "    @classmethod\n    def condition(cls, hf_config):\n        return hf_config.model_type == 'deep'\n\n"
+        "    @classmethod\n    def build(cls, hf_config, model_path=None, spec_method=None, **kwargs):\n"
+        f"        if {nots}:\n            raise ValueError({chain})\n"
+        f"        assert spec_method == 'x', {chain}\n"
+        "        return super().build(hf_config, model_path, **kwargs)\n"
+    )
+    (tree / "lmdeploy/pytorch/configurations/deep.py").write_text(builder)
+    module_map = tree / "lmdeploy/pytorch/models/module_map.py"
+    entry = " + ".join(["'lmdeploy.pytorch.models.'", *(["''"] * 1500), "'llama.LlamaForCausalLM'"])
+    module_map.write_text(module_map.read_text() + f"\nMODULE_MAP.update({{'DeepForCausalLM': {entry}}})\n")
+    for text in (builder, module_map.read_text()):
+        compile(text, "<check>", "exec")  # the inputs are valid Python
+    done = run_cli("check", tree, "--no-cache", "--format", "json")
+    assert "Traceback" not in done.stderr and done.returncode in (1, 2), done.stderr
+    data = json.loads(done.stdout)
+    assert data["errors"] == []
+    # The entry folds to Llama's class; the builder's deep test is unknown, so its assertion is
+    # what the `deep` checkpoints meet: LlamaForCausalLM is broken for them.
+    llama = next(m for m in data["models"] if m["class"] == "LlamaForCausalLM")
+    assert "DeepForCausalLM" in llama["architectures"] and llama["status"] == "broken"
+    (refused,) = [f for f in data["findings"] if f["class"] == "LlamaForCausalLM" and f["code"] == "E3L030"]
+    assert refused["method"] == "DeepModelConfigBuilder"

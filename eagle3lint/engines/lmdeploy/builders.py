@@ -477,12 +477,23 @@ def _plain_condition(node: ast.expr, aliases: dict[str, str]) -> Condition | Non
     return Condition(subject, names, exact=True, text=ast.unparse(node))
 
 
-def read_builders(reader: BuilderReader, arguments: dict[str, Any]) -> list[BuilderFacts]:
-    """Every builder in registration order, the default last, with its EAGLE-3 facts."""
-    out = [reader.facts(name, arguments) for name in reader.order() if name != reader.default]
+def read_builders(reader: BuilderReader, arguments: dict[str, Any]) -> tuple[list[BuilderFacts], list[str]]:
+    """Every builder in registration order, the default last, with its EAGLE-3 facts; and the
+    files of builders nested too deeply to read (their facts are unknown)."""
+    unreadable: list[str] = []
+
+    def facts(name: str, condition: Condition | None = None) -> BuilderFacts:
+        try:
+            return reader.facts(name, arguments, condition)
+        except RecursionError:
+            cls = reader.classes[name]
+            unreadable.append(cls.path)
+            return BuilderFacts(name, Place(cls.path, cls.node.lineno), Condition("unknown", exact=False, text="unreadable"), paradigm=MAYBE, layers=MAYBE, notes=("nested too deeply to read",))
+
+    out = [facts(name) for name in reader.order() if name != reader.default]
     if reader.default in reader.classes:
-        out.append(reader.facts(reader.default, arguments, Condition("always", text="the default")))
-    return out
+        out.append(facts(reader.default, Condition("always", text="the default")))
+    return out, unreadable
 
 
 def run_function(reader: BuilderReader, cls: str, fn: ast.FunctionDef, path: str, arguments: dict[str, Any]) -> BuilderFacts:

@@ -12,10 +12,12 @@ from eagle3lint.engines.lmdeploy.flow import (
     CAPTURES,
     NONE,
     PASSES,
+    Flow,
     FlowReader,
     Spot,
     flow_reader,
 )
+from eagle3lint.engines.lmdeploy.flow import UNKNOWN as UNKNOWN_FLOW
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
 from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
@@ -56,8 +58,12 @@ class LmdeployContext(CheckContext):
         if found is None:
             reader = self.reader()
             fams = families(contract, model.architectures or [model.summary.name], lmdeploy_pack(self.pack).architecture_suffixes)
-            flow = reader.flow(model.ref)
-            graph = reader.graph(model.ref) if flow.status in (CAPTURES, PASSES) else None
+            try:
+                flow = reader.flow(model.ref)
+                graph = reader.graph(model.ref) if flow.status in (CAPTURES, PASSES) else None
+            except RecursionError:
+                # A model nested deeper than the stack allows: nothing is claimed of its flow.
+                flow, graph = Flow(UNKNOWN_FLOW, why=f"`{model.summary.name}` is nested too deeply to follow"), None
             wrapper = None
             if flow.status == PASSES and flow.chain:
                 held = [h for h in self.index.attribute_classes(model.ref, flow.chain[0]) if isinstance(h, ClassRef)]
@@ -100,5 +106,10 @@ class LmdeployContext(CheckContext):
         has not the common shape, or its checkpoints' builder refuses or leaves it out)."""
         from eagle3lint.engines.lmdeploy.shape import implementation_refusal
 
-        refusals = {id(m): implementation_refusal(self.index, self.reader(), self.lcontract, self.analysis(m), m) for m in models}
+        refusals: dict[int, str | None] = {}
+        for m in models:
+            try:
+                refusals[id(m)] = implementation_refusal(self.index, self.reader(), self.lcontract, self.analysis(m), m)
+            except RecursionError:
+                refusals[id(m)] = "nested too deeply to read"
         return {key: why for key, why in refusals.items() if why is not None}

@@ -23,27 +23,33 @@ class _Unknown:
 UNKNOWN: Any = _Unknown()
 
 
-def literal(node: ast.expr | None, env: dict[str, Any]) -> Any:
+# Deeper nesting than any engine writes is not read (a hostile file must not exhaust the stack).
+_MAX_DEPTH = 30
+
+
+def literal(node: ast.expr | None, env: dict[str, Any], _depth: int = 0) -> Any:
     """The value of a literal (strings, numbers, booleans, None, and sets/lists/tuples of them)
     or of a name bound to one; :data:`UNKNOWN` for anything else."""
-    if node is None:
+    if node is None or _depth > _MAX_DEPTH:
         return UNKNOWN
     if isinstance(node, ast.Constant):
         return node.value
     if isinstance(node, ast.Name):
         return env.get(node.id, UNKNOWN)
     if isinstance(node, (ast.Set, ast.List, ast.Tuple)):
-        values = [literal(e, env) for e in node.elts]
+        values = [literal(e, env, _depth + 1) for e in node.elts]
         if any(v is UNKNOWN for v in values):
             return UNKNOWN
         return frozenset(values) if isinstance(node, ast.Set) else tuple(values)
     return UNKNOWN
 
 
-def truth(node: ast.expr, env: dict[str, Any]) -> Any:
+def truth(node: ast.expr, env: dict[str, Any], _depth: int = 0) -> Any:
     """``True``, ``False`` or :data:`UNKNOWN`."""
+    if _depth > _MAX_DEPTH:
+        return UNKNOWN
     if isinstance(node, ast.BoolOp):
-        values = [truth(v, env) for v in node.values]
+        values = [truth(v, env, _depth + 1) for v in node.values]
         if isinstance(node.op, ast.And):
             if any(v is False for v in values):
                 return False
@@ -52,7 +58,7 @@ def truth(node: ast.expr, env: dict[str, Any]) -> Any:
             return True
         return False if all(v is False for v in values) else UNKNOWN
     if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not):
-        inner = truth(node.operand, env)
+        inner = truth(node.operand, env, _depth + 1)
         return UNKNOWN if inner is UNKNOWN else not inner
     if isinstance(node, ast.Compare) and len(node.ops) == 1:
         left, right = literal(node.left, env), literal(node.comparators[0], env)
@@ -81,12 +87,12 @@ def truth(node: ast.expr, env: dict[str, Any]) -> Any:
     return bool(value)
 
 
-def message_of(node: ast.expr | None) -> str:
+def message_of(node: ast.expr | None, _depth: int = 0) -> str:
     """The text of a raised exception's message or an assertion's (f-string holes as ``{...}``)."""
-    if node is None:
+    if node is None or _depth > _MAX_DEPTH:
         return ""
     if isinstance(node, ast.Call):
-        return message_of(node.args[0]) if node.args else ""
+        return message_of(node.args[0], _depth + 1) if node.args else ""
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
@@ -95,8 +101,15 @@ def message_of(node: ast.expr | None) -> str:
             for v in node.values
         )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return message_of(node.left) + message_of(node.right)
-    return ast.unparse(node)
+        return message_of(node.left, _depth + 1) + message_of(node.right, _depth + 1)
+    return _text(node)
+
+
+def _text(node: ast.AST) -> str:
+    try:
+        return ast.unparse(node)
+    except RecursionError:
+        return "..."
 
 
 def exception_name(node: ast.expr | None) -> str:

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import ast
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from eagle3lint.contract import CheckCall, ContractExtension
 from eagle3lint.engines.lmdeploy.builders import (
@@ -120,11 +121,24 @@ class LmdeployContract:
         return "\n".join(lines) + "\n"
 
 
+_TOO_DEEP = "nested too deeply to read (its EAGLE-3 facts are unknown)"
+T = TypeVar("T")
+
+
 class _Reader:
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
         self.root = engine.root
         self.errors: list[FileError] = []
+
+    def guarded(self, rel: str, default: T, read: Callable[[], T]) -> T:
+        """``read()``, or ``default`` with a file error where the code is nested deeper than the
+        stack allows (a hostile file must cost the fact, not the run)."""
+        try:
+            return read()
+        except RecursionError:
+            self.errors.append(FileError(str(self.root / rel), _TOO_DEEP))
+            return default
 
     def parse(self, rel: str) -> ast.Module | None:
         path = self.root / rel
@@ -171,15 +185,18 @@ def read_contract(engine: Engine) -> tuple[LmdeployContract, list[FileError]]:
     contract = LmdeployContract(method=str(arguments.get("spec_method", "eagle3")))
     builders = _builder_reader(reader, lpack)
     if builders is not None:
-        contract.builders = read_builders(builders, arguments)
+        contract.builders, unreadable = read_builders(builders, arguments)
+        reader.errors.extend(FileError(str(reader.root / rel), _TOO_DEEP) for rel in dict.fromkeys(unreadable))
         tree = reader.parse(lpack.after_file)
         fn = _function(tree, lpack.after_function) if tree is not None else None
         if fn is not None:
-            contract.after = run_function(builders, lpack.after_function.split(".")[0], fn, lpack.after_file, arguments)
-    contract.context = _context_layers(reader, lpack, str(arguments.get("spec_method", "eagle3")))
-    contract.paradigm_crash, contract.paradigm_why = _paradigm_crash(reader, lpack)
-    contract.fallback = _fallback(reader, lpack)
-    contract.config_types = _config_types(reader, lpack)
+            contract.after = reader.guarded(lpack.after_file, None, lambda: run_function(builders, lpack.after_function.split(".")[0], fn, lpack.after_file, arguments))
+    method = str(arguments.get("spec_method", "eagle3"))
+    contract.context = reader.guarded(lpack.context_file, ContextLayers("unknown"), lambda: _context_layers(reader, lpack, method))
+    unread: tuple[Place | None, str] = (None, "")
+    contract.paradigm_crash, contract.paradigm_why = reader.guarded(lpack.agent_file, unread, lambda: _paradigm_crash(reader, lpack))
+    contract.fallback = reader.guarded(lpack.fallback_files[0], None, lambda: _fallback(reader, lpack))
+    contract.config_types = reader.guarded(lpack.config_registry, {}, lambda: _config_types(reader, lpack))
     return contract, reader.errors
 
 

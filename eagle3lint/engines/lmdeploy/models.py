@@ -14,6 +14,7 @@ from pathlib import Path
 
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
 from eagle3lint.engines.lmdeploy.registry import MapEntry, ModuleMap, read_module_map
+from eagle3lint.findings import FileError
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.models import ModelClass, UnresolvedEntry, classify, in_scope, why_unresolved
 from eagle3lint.sources import decode_source, read_source
@@ -53,9 +54,11 @@ def read_map(index: ProjectIndex) -> tuple[str | None, ModuleMap | None]:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             tree = ast.parse(text)
+        return str(path), read_module_map(tree, lpack)
     except (SyntaxError, ValueError, RecursionError):
+        # The index parsed it; only a map nested deeper than the stack allows lands here.
+        index.errors[str(path)] = FileError(str(path), "the architecture map is nested too deeply to read")
         return str(path), None
-    return str(path), read_module_map(tree, lpack)
 
 
 def discover(index: ProjectIndex, scope: list[Path]) -> Discovery:

@@ -19,6 +19,9 @@ from dataclasses import dataclass
 
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack
 
+# Folding stops here: no hand-written map nests its strings deeper.
+_MAX_FOLD_DEPTH = 20
+
 
 @dataclass(frozen=True)
 class MapEntry:
@@ -47,28 +50,37 @@ def _constants(tree: ast.Module) -> dict[str, str]:
     return out
 
 
-def fold_string(node: ast.expr, constants: dict[str, str]) -> str | None:
-    """A string literal, an f-string of literals and known constants, or ``a + b`` of those."""
+def fold_string(node: ast.expr, constants: dict[str, str], _depth: int = 0) -> str | None:
+    """A string literal, an f-string of literals and known constants, or ``a + b`` of those
+    (a long ``+`` chain is read without recursion; anything nested deeper than a source file
+    writes by hand is not folded)."""
+    if _depth > _MAX_FOLD_DEPTH:
+        return None
+    parts: list[ast.expr] = []
+    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
+        parts.append(node.right)
+        node = node.left
+    if parts:
+        parts.append(node)
+        folded = [fold_string(part, constants, _depth + 1) for part in reversed(parts)]
+        return None if any(f is None for f in folded) else "".join(f for f in folded if f is not None)
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.Name):
         return constants.get(node.id)
     if isinstance(node, ast.JoinedStr):
-        parts: list[str] = []
+        out: list[str] = []
         for value in node.values:
             if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                parts.append(value.value)
+                out.append(value.value)
             elif isinstance(value, ast.FormattedValue) and value.conversion == -1 and value.format_spec is None:
-                inner = fold_string(value.value, constants)
+                inner = fold_string(value.value, constants, _depth + 1)
                 if inner is None:
                     return None
-                parts.append(inner)
+                out.append(inner)
             else:
                 return None
-        return "".join(parts)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = fold_string(node.left, constants), fold_string(node.right, constants)
-        return left + right if left is not None and right is not None else None
+        return "".join(out)
     return None
 
 
@@ -122,7 +134,7 @@ def read_module_map(tree: ast.Module, lpack: LmdeployPack) -> ModuleMap:
             return
         qualified = fold_string(value, constants)
         if qualified is None or "." not in qualified:
-            unreadable.append((architecture, line, f"its value `{ast.unparse(value)}` is not a `module.Class` string eagle3lint can read"))
+            unreadable.append((architecture, line, "its value is not a `module.Class` string eagle3lint can read"))
             return
         module, _, class_name = qualified.rpartition(".")
         entries.append(MapEntry(architecture, module, class_name, wanted[target], line))
