@@ -4,6 +4,9 @@ Each measurement is a whole process (interpreter start-up included on both sides
 the script prints medians and the ratio. Usage:
 
     python bench/bench_check.py [--runs 5] [--release sglang==0.5.23 ...]
+
+Each engine's models folder is its rule pack's (``models`` in ``rules/<engine>.toml``): SGLang's
+``srt/models``, vLLM's ``model_executor/models``, LMDeploy's ``pytorch/models``.
 """
 
 from __future__ import annotations
@@ -23,8 +26,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from eagle3lint.releases import fetch_release  # noqa: E402
-
-MODELS = {"sglang": "srt/models", "vllm": "model_executor/models"}
+from eagle3lint.rulepack import load_pack  # noqa: E402
 
 PARSE_BASELINE = """
 import ast, sys, warnings
@@ -75,7 +77,7 @@ def _link_or_copy(src: str, dst: str) -> None:
 def bench_release(spec: str, runs: int, work: Path) -> dict[str, float | str | int]:
     engine = spec.split("==")[0]
     package = _copy_models(fetch_release(spec), work / spec.replace("==", "-"))
-    models = package / MODELS[engine]
+    models = package / load_pack(engine).models[0]
     files = sorted(str(p) for p in models.rglob("*.py"))
     project = work / f"project-{engine}"
     project.mkdir(exist_ok=True)
@@ -152,7 +154,7 @@ def main() -> None:
     parser.add_argument("--release", action="append", help="engine release(s) to measure")
     parser.add_argument("--json", action="store_true", help="print machine-readable results")
     args = parser.parse_args()
-    releases = args.release or ["sglang==0.5.23", "vllm==0.33.0"]
+    releases = args.release or ["sglang==0.5.23", "vllm==0.33.0", "lmdeploy==0.18.0"]
     with tempfile.TemporaryDirectory(prefix="eagle3lint-bench-") as work:
         rows = [bench_release(spec, args.runs, Path(work)) for spec in releases]
     if args.json:

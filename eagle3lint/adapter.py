@@ -4,7 +4,9 @@ An engine (SGLang, vLLM, ...) lives in ``eagle3lint/engines/<name>/`` as an :cla
 subclass. The core drives a run through these hooks only; every default below is what an engine
 that needs nothing special gets (a plain project index, no extra contract facts, no extra rules).
 Adapters build on the core's lower half (index, summaries, contract types, rule base, fix
-machinery) and never on the code that drives a run, so the dependency points one way.
+machinery) and never on the code that drives a run, so the dependency points one way. The base
+itself sits below the rule, fix and verify machinery: what it hands out of those it names by
+its ports (``eagle3lint.ports``), so nothing it imports, even for type checking, leads back to it.
 
 The hooks, in the order of a run:
 
@@ -22,37 +24,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from eagle3lint.engine import read_version
 from eagle3lint.rulepack import RulePack, load_pack
 
 if TYPE_CHECKING:
-    from eagle3lint.checks.base import Rule
-    from eagle3lint.checks.context import CheckContext
-    from eagle3lint.contract import CheckCall, Contract
+    from eagle3lint.contract import Contract, ContractExtension
     from eagle3lint.engine import Engine
-    from eagle3lint.findings import FileError, Finding
-    from eagle3lint.fix.planner import FixPattern
     from eagle3lint.index import ProjectIndex
     from eagle3lint.models import ModelClass, UnresolvedEntry
-    from eagle3lint.verify.driver import ServerDriver
-
-class ContractExtension:
-    """What an engine adds to the call-site scan. The default adds nothing."""
-
-    def check_functions(self) -> dict[str, frozenset[str]]:
-        """Engine functions that vouch for several members at once, by name (vLLM's
-        ``supports_eagle3(model)`` holds only when the model has every protocol member)."""
-        return {}
-
-    def errors(self) -> list[FileError]:
-        """Files the extension could not read (reported like the scan's own)."""
-        return []
-
-    def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
-        """Engine facts kept in ``Contract.extra`` (shown by ``contract``, read by the rules)."""
-        return {}
+    from eagle3lint.ports import ContextPort, FixPatternPort, RulePort, ServerPort
 
 
 @dataclass(frozen=True)
@@ -75,7 +57,7 @@ class ModelsInContext:
 
     models: list[ModelClass]
     unresolved: list[UnresolvedEntry]
-    context: CheckContext
+    context: ContextPort
 
 
 class EngineAdapter:
@@ -114,6 +96,11 @@ class EngineAdapter:
 
     # ---- the contract ----------------------------------------------------------------------
     def contract_extension(self, engine: Engine) -> ContractExtension:
+        """What the engine adds to the call-site scan (``eagle3lint.contract.ContractExtension``).
+        Called in the worker that scans the call sites, so the reading it does runs beside the
+        model parse."""
+        from eagle3lint.contract import ContractExtension
+
         return ContractExtension()
 
     # ---- the index and the models ----------------------------------------------------------
@@ -146,20 +133,15 @@ class EngineAdapter:
         raise NotImplementedError
 
     # ---- rules and fixes -------------------------------------------------------------------
-    def rules(self) -> tuple[type[Rule], ...]:
+    def rules(self) -> tuple[type[RulePort], ...]:
         """The engine's own rules (the core's apply to every engine)."""
         return ()
 
-    def fix_patterns(self) -> tuple[type[FixPattern], ...]:
+    def fix_patterns(self) -> tuple[type[FixPatternPort], ...]:
         """The engine's fix patterns, tried in order for each finding."""
         return ()
 
-    def implementation_refusals(self, ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
-        """For the E3L020 findings of models with no EAGLE-3 code: why the fix planner has no
-        fix implementing EAGLE-3 in each (by ``id(finding)``); a finding left out gets one."""
-        return {id(finding): "no fix implements EAGLE-3 for this engine" for finding in findings}
-
     # ---- verify ----------------------------------------------------------------------------
-    def server(self) -> ServerDriver:
+    def server(self) -> ServerPort:
         """How ``verify`` starts, talks to and reads this engine's server."""
         raise NotImplementedError(f"verify does not support {self.name}")

@@ -13,7 +13,7 @@ import click
 
 from eagle3lint import __version__, interrupts
 from eagle3lint.engine_scope import resolve_engine, resolve_engines
-from eagle3lint.engines import ENGINE_NAMES
+from eagle3lint.engines import ENGINE_NAMES, adapter_for
 from eagle3lint.errors import UsageError
 from eagle3lint.interrupts import EXIT_INTERRUPTED
 from eagle3lint.report import FORMATS
@@ -169,8 +169,8 @@ def check(
     engine_option: tuple[str, ...],
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
-    from eagle3lint.config import load_settings
     from eagle3lint.file_scope import engine_files, is_file_list
+    from eagle3lint.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     if no_baseline and baseline_file is not None:
@@ -316,7 +316,7 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def show_config(config_file: Path | None, output_format: str) -> None:
     """Print the settings in effect: each value a run uses, marked where it is a default."""
-    from eagle3lint.config import load_settings
+    from eagle3lint.settings_load import load as load_settings
     from eagle3lint.settings_view import write_json, write_text
 
     (write_json if output_format == "json" else write_text)(load_settings(config_file), sys.stdout)
@@ -334,7 +334,7 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
     from eagle3lint.report.contract_text import write_contract_text
 
     found, _ = resolve_engine((path,) if path else (), engine, engine_root, release)
-    result = extract_contract(found)
+    result = extract_contract(found, adapter_for(found.name).contract_extension)
     if output_format == "json":
         sys.stdout.write(json.dumps(result.to_json(), indent=2))
         sys.stdout.write("\n")
@@ -367,9 +367,9 @@ def models(
     engine_option: tuple[str, ...],
 ) -> None:
     """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix."""
-    from eagle3lint.config import load_settings
     from eagle3lint.report import matrix
     from eagle3lint.runner import run_check
+    from eagle3lint.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     extra = [p for o in settings.engines.values() for p in o.extra_models]
@@ -414,9 +414,9 @@ def explain(code: str, engine: str | None, release: str | None) -> None:
 def _explained_engine(engine: str | None, release: str | None) -> str | None:
     """Whose part ``explain`` shows: the one named, a release's, the configuration's, or the
     engine the working directory is in (walking up) or holds (a checkout); else None (all)."""
-    from eagle3lint.config import load_settings
     from eagle3lint.engine_finder import engine_name_at
     from eagle3lint.releases import parse_release_spec
+    from eagle3lint.settings_load import load as load_settings
 
     if release:
         name, _ = parse_release_spec(release)

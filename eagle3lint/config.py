@@ -2,6 +2,9 @@
 
 An unknown key, a wrong type or an unknown rule code is a :class:`ConfigError` naming the key
 and the file (exit code 2): a typo in a linter's configuration must never silently disable it.
+The words it is validated against (the engines, the rule codes, the output formats) come from
+the caller as a :class:`Vocabulary`, so the settings depend on nothing above the lower half
+(``eagle3lint.engines.settings_vocabulary`` is the one the commands use).
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ import json
 import os
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,7 +25,6 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
 from eagle3lint.safe_io import (  # noqa: F401 - the readers' names, kept where callers import them
     FileTooLarge,
@@ -44,6 +47,16 @@ MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
 class ConfigError(UsageError):
     """A configuration file that cannot be used as written."""
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What a settings file may name: the engines (each has its own table), the rule codes and
+    the output formats."""
+
+    engines: tuple[str, ...]
+    codes: Mapping[str, str]  # every rule code, with its name (settings may name rules by either)
+    formats: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -153,8 +166,6 @@ _TOP_KEYS: dict[str, type] = {
     "fail-on": str,
     "severity": dict,
     "engine-options": list,
-    # One table per engine: [tool.eagle3lint.sglang], [tool.eagle3lint.vllm].
-    **{name: dict for name in ENGINE_NAMES},
 }
 _ENGINE_KEYS: dict[str, type] = {"extra-members": list, "extra-models": list}
 _MEMBER_KEYS: dict[str, type] = {"name": str, "kind": str, "role": str, "summary": str, "required": bool}
@@ -237,11 +248,10 @@ def _severity(path: Path, where: str, key: str, value: Any) -> str:
     return value
 
 
-def load_settings(config: Path | None = None, start: Path | None = None) -> Settings:
-    """Settings from ``config`` (``--config``), else the nearest pyproject.toml, else defaults."""
-    from eagle3lint.engines import known_rule_codes
-    from eagle3lint.report import FORMATS
-
+def load_settings(vocabulary: Vocabulary, config: Path | None = None, start: Path | None = None) -> Settings:
+    """Settings from ``config`` (``--config``), else the nearest pyproject.toml, else defaults,
+    checked against ``vocabulary``."""
+    engine_names, known, formats = vocabulary.engines, dict(vocabulary.codes), vocabulary.formats
     path = config or find_config(start)
     if path is None:
         return Settings()
@@ -264,13 +274,13 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
         table, where = data, "top level"
     if not isinstance(table, dict):
         raise ConfigError(f"{path}: {where} must be a table, not {_toml_type(table)}")
-    _check_keys(path, where, table, _TOP_KEYS)
-    known = known_rule_codes()
+    # One table per engine besides the plain keys: [tool.eagle3lint.sglang], [tool.eagle3lint.vllm].
+    _check_keys(path, where, table, {**_TOP_KEYS, **{name: dict for name in engine_names}})
     settings = Settings(path=path.resolve())
     base = path.resolve().parent
     if "engine" in table:
-        if table["engine"] not in ENGINE_NAMES:
-            raise ConfigError(f"{path}: {where}: 'engine' must be one of {', '.join(ENGINE_NAMES)}, not '{table['engine']}'")
+        if table["engine"] not in engine_names:
+            raise ConfigError(f"{path}: {where}: 'engine' must be one of {', '.join(engine_names)}, not '{table['engine']}'")
         settings.engine = table["engine"]
     if "engine-root" in table:
         settings.engine_root = base / table["engine-root"]
@@ -288,9 +298,9 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     settings.extend_exclude = _patterns(path, where, "extend-exclude", table.get("extend-exclude", []))
     settings.unsafe_fixes = table.get("unsafe-fixes", False)
     if OUTPUT_FORMATS_KEY in table:
-        if table[OUTPUT_FORMATS_KEY] not in FORMATS:
+        if table[OUTPUT_FORMATS_KEY] not in formats:
             raise ConfigError(
-                f"{path}: {where}: 'output-format' must be one of {', '.join(FORMATS)}, not '{table[OUTPUT_FORMATS_KEY]}'"
+                f"{path}: {where}: 'output-format' must be one of {', '.join(formats)}, not '{table[OUTPUT_FORMATS_KEY]}'"
             )
         settings.output_format = table[OUTPUT_FORMATS_KEY]
     if "baseline" in table:
@@ -306,11 +316,11 @@ def load_settings(config: Path | None = None, start: Path | None = None) -> Sett
     if not all(isinstance(o, str) and o.strip() for o in options):
         raise ConfigError(f"{path}: {where}: 'engine-options' must hold option names (strings: \"pp\", \"runner=v1\")")
     settings.engine_options = tuple(o.strip() for o in options)
-    for engine in ENGINE_NAMES:
+    for engine in engine_names:
         if engine in table:
             settings.engines[engine] = _engine_overrides(path, f"[tool.eagle3lint.{engine}]", table[engine], base)
     settings.from_file = frozenset(
-        [*(k for k in table if k not in ENGINE_NAMES), *(f"{e}.{k}" for e in ENGINE_NAMES for k in table.get(e, {}))]
+        [*(k for k in table if k not in engine_names), *(f"{e}.{k}" for e in engine_names for k in table.get(e, {}))]
     )
     return settings
 

@@ -17,6 +17,7 @@ import dataclasses
 import os
 import re
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -269,6 +270,24 @@ class CheckCall:
     guard: str  # "error" when a false result raises, else "fallback"
 
 
+class ContractExtension:
+    """What an engine adds to the call-site scan (``EngineAdapter.contract_extension``). The
+    default adds nothing."""
+
+    def check_functions(self) -> dict[str, frozenset[str]]:
+        """Engine functions that vouch for several members at once, by name (vLLM's
+        ``supports_eagle3(model)`` holds only when the model has every protocol member)."""
+        return {}
+
+    def errors(self) -> list[FileError]:
+        """Files the extension could not read (reported like the scan's own)."""
+        return []
+
+    def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
+        """Engine facts kept in ``Contract.extra`` (shown by ``contract``, read by the rules)."""
+        return {}
+
+
 class _SiteCollector:
     def __init__(self, engine: Engine, rel_path: str, members: dict[str, Any], checks: CheckFunctions | None = None) -> None:
         self.engine = engine
@@ -498,14 +517,15 @@ class _SiteCollector:
 
     def branch_for(self, ctx: _Context) -> str | None:
         markers = self.pack.eagle3_branch_markers
-        if not markers:
-            return None
-        for test, polarity, _ in reversed(ctx.conditions):
+        for test, polarity, _ in reversed(ctx.conditions if markers else ()):
             text = ast.unparse(test)
             if any(marker in text for marker in markers):
                 negated = text.strip().startswith("not ")
                 return "eagle3" if polarity != negated else "not-eagle3"
-        return None
+        # A file only EAGLE-3 reaches (the rule pack's ``[branches] eagle3_files``, relative to
+        # the package root; ``rel_path`` starts with the package's name).
+        package, _, rest = self.rel_path.partition("/")
+        return "eagle3" if package == self.pack.package and rest in self.pack.eagle3_branch_files else None
 
 
 def _with_condition(ctx: _Context, test: ast.expr, polarity: bool, other_raises: bool = False) -> _Context:
@@ -709,7 +729,9 @@ def contract_needles(engine: Engine, extra: tuple[str, ...] = ()) -> tuple[bytes
     return tuple(sorted(n.encode() for n in minimal))
 
 
-def extract_contract(engine: Engine) -> Contract:
+def extract_contract(engine: Engine, extension_for: Callable[[Engine], ContractExtension] | None = None) -> Contract:
+    """The contract of ``engine``: its call sites, and the facts its adapter's extension
+    (``extension_for``: ``EngineAdapter.contract_extension``) adds."""
     pack = engine.pack
     members = {
         name: MemberContract(name=name, kind=spec.kind, known=True, summary=spec.summary)
@@ -717,7 +739,7 @@ def extract_contract(engine: Engine) -> Contract:
     }
     contract = Contract(engine=engine, members=members)
     # The engine's own facts: check functions that vouch for members (vLLM's supports_eagle3).
-    extension = engine.adapter.contract_extension(engine)
+    extension = extension_for(engine) if extension_for is not None else ContractExtension()
     contract.errors.extend(extension.errors())
     checks: CheckFunctions = extension.check_functions()
     check_calls: list[CheckCall] = []

@@ -1,4 +1,7 @@
-"""The engine tree being checked: its package folder, version, rule pack and adapter."""
+"""The engine tree being checked: its package folder, version and rule pack.
+
+The engine's adapter is not held here: the value sits below the adapter base (whose hooks take
+it), and the code that drives a run asks the registry for the adapter by the engine's name."""
 
 from __future__ import annotations
 
@@ -7,13 +10,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from eagle3lint.plugins import Distribution, PluginPackage, is_version
 from eagle3lint.rulepack import RulePack
-
-if TYPE_CHECKING:
-    from eagle3lint.adapter import EngineAdapter
 
 # One quoted string on the assignment's own line: a string that spans lines (a ``_version.py``
 # whose docstring holds a forged one) is not a version.
@@ -52,8 +51,6 @@ class Engine:
     root: Path  # the package folder itself: .../sglang
     version: str
     pack: RulePack
-    # What the engine contributes to a run (its models, rules, fixes, verify launcher).
-    adapter: EngineAdapter
     # Out-of-tree packages read as further source roots (plugins, external model packages).
     plugins: tuple[PluginPackage, ...] = ()
     # The distribution that ships this tree when its metadata is beside it: a fork's own name

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from eagle3lint.adapter import EngineAdapter
 from eagle3lint.engine import Engine
-from eagle3lint.engines import ENGINE_NAMES, adapter_for
+from eagle3lint.engines import ENGINE_NAMES, adapter_for, engines_phrase
 from eagle3lint.errors import UsageError
 from eagle3lint.report.paths import line_path
 
@@ -121,7 +121,7 @@ def engine_at(adapter: EngineAdapter, root: Path) -> Engine:
 
     distribution, _ = read_distribution(root)
     version = adapter.read_version(root)
-    engine = Engine(name=adapter.name, root=root, version=version, pack=adapter.pack(), adapter=adapter, distribution=distribution)
+    engine = Engine(name=adapter.name, root=root, version=version, pack=adapter.pack(), distribution=distribution)
     if distribution is not None and engine.fork is None:
         engine = dataclasses.replace(engine, version=distribution.version)
     return engine
@@ -145,7 +145,7 @@ def discover_engine(
             raise UsageError(f"--engine-root {line_path(str(engine_root))}: holds two engine packages, {held}; name one of them, or give --engine NAME")
         found = _find_upwards(root, engines) or (below[0] if below else None)
         if found is None:
-            names = " or ".join(a.name for a in engines)
+            names = engines_phrase(a.name for a in engines)
             raise UsageError(f"--engine-root {engine_root}: no {names} package found there")
     elif paths:
         for path in paths:
@@ -159,7 +159,7 @@ def discover_engine(
             if found:
                 break
         if found is None:
-            names = " or ".join(a.name for a in engines)
+            names = engines_phrase(a.name for a in engines)
             raise UsageError(
                 f"{paths[0]}: not inside a {names} source tree; give --engine-root, or "
                 "--release NAME==VERSION to check a published release"
@@ -167,7 +167,7 @@ def discover_engine(
     else:
         found = installed_engine_root(engines)
         if found is None:
-            names = " or ".join(a.name for a in engines)
+            names = engines_phrase(a.name for a in engines)
             raise UsageError(
                 f"no PATH given and no installed {names} package found (nor one around the working directory); "
                 "give a PATH inside an engine tree, --engine-root, or --release NAME==VERSION"

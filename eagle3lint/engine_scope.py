@@ -195,7 +195,7 @@ def _engine_for_plugins(scope: list[Path], engine: str | None) -> Engine | None:
     """For PATHs in no engine tree that hold plugin packages: the installed engine they extend
     (from their entry-point groups, or ``--engine``), None when there is none."""
     from eagle3lint.engine_finder import engine_at, installed_engine_root
-    from eagle3lint.engines import adapter_for, adapters
+    from eagle3lint.engines import adapter_for, adapters, engines_phrase
     from eagle3lint.plugins import package_roots, read_plugin
 
     wanted: list[str] = [engine] if engine else []
@@ -209,7 +209,7 @@ def _engine_for_plugins(scope: list[Path], engine: str | None) -> Engine | None:
         return None
     found = installed_engine_root([adapter_for(name) for name in wanted])
     if found is None:
-        names = " or ".join(wanted)
+        names = engines_phrase(wanted)
         raise UsageError(
             f"{line_path(str(scope[0]))}: a plugin package for {names}, and no {names} tree to check it against: "
             f"give --engine-root, or --release {wanted[0]}==VERSION"

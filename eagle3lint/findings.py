@@ -5,22 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagle3lint.locations import Related
+
 if TYPE_CHECKING:
     from eagle3lint.outcomes import Effect
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
-
-
-@dataclass(frozen=True)
-class Related:
-    """A secondary location, typically the engine call site that needs the member."""
-
-    path: str
-    line: int
-    message: str
-
-    def to_json(self) -> dict[str, Any]:
-        return {"path": self.path, "line": self.line, "message": self.message}
 
 
 @dataclass(frozen=True)
@@ -95,3 +85,6 @@ class FileError:
 
     def to_json(self) -> dict[str, str]:
         return {"path": self.path, "message": self.message}
+
+
+__all__ = ["SEVERITY_ORDER", "FileError", "Finding", "Fix", "Related"]

@@ -230,7 +230,9 @@ def find_library(engine: Engine, wanted: LibraryWanted) -> Library:
 
 def attach_libraries(engine: Engine) -> Engine:
     """The engine with the libraries its adapter asks for."""
-    wanted = engine.adapter.libraries_wanted(engine)
+    from eagle3lint.engines import adapter_for
+
+    wanted = adapter_for(engine.name).libraries_wanted(engine)
     if not wanted:
         return engine
     return dataclasses.replace(engine, libraries=tuple(find_library(engine, w) for w in wanted))

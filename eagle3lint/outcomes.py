@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from eagle3lint.findings import Related
+    from eagle3lint.locations import Related
 
 WORKS = "works"
 CRASH = "crash"
@@ -106,3 +106,19 @@ def first_effect(effects: list[Effect]) -> Effect | None:
     """The effect that decides a launch: the earliest that is not ``works``."""
     acting = [e for e in effects if e.outcome != WORKS]
     return min(acting, key=lambda e: e.stage) if acting else None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One model class's verdict (``eagle3lint.verdicts`` decides it): its status, and what the
+    engine does with it."""
+
+    status: str
+    reason: str
+    # Why the class counts as having EAGLE-3 code ("" when it has none).
+    evidence: str = ""
+    # What the engine does under the run's options ("" for a class that is not a target), the
+    # engine's file:line for it, and the options under which it would differ.
+    outcome: str = ""
+    decided: Effect | None = None
+    conditions: tuple[ConditionalOutcome, ...] = field(default=())

@@ -21,7 +21,7 @@ import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from eagle3lint.engines import ENGINE_NAMES
+from eagle3lint.engines import ENGINE_NAMES, engines_phrase
 from eagle3lint.errors import ReleaseFetchError, UsageError
 
 _SPEC_RE = re.compile(r"^(?P<name>[A-Za-z_-]+)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
@@ -44,7 +44,7 @@ def parse_release_spec(spec: str) -> tuple[str, str]:
         raise UsageError(f"--release {spec!r}: expected NAME==VERSION, e.g. sglang==0.5.9")
     name = match["name"].lower()
     if name not in ENGINE_NAMES:
-        raise UsageError(f"--release {spec!r}: unknown engine {name!r}; expected {' or '.join(ENGINE_NAMES)}")
+        raise UsageError(f"--release {spec!r}: unknown engine {name!r}; expected {engines_phrase()}")
     return name, match["version"]
 
 

@@ -118,6 +118,9 @@ class RulePack:
     walk_methods: tuple[str, ...] = ()
     # Draft-head names that hold even where a registry section says "generative model".
     draft_by_name_pattern: re.Pattern[str] = re.compile("(?!)")
+    # [branches] eagle3_files: engine files (relative to the package root) whose call sites only
+    # EAGLE-3 reaches, as if under an EAGLE-3 branch (a proposer module registered for it).
+    eagle3_branch_files: tuple[str, ...] = ()
     # [verdict]: what counts as EAGLE-3 code in a class, its MRO or its inner models (members
     # only EAGLE-3 uses; attributes of the hidden-state capture). A target without any of it does
     # not implement EAGLE-3 (one information finding), one with some and an error is broken.
@@ -330,6 +333,7 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         external_bases_without_members=tuple(data.get("external_bases_without_members", [])),
         role_words={role: tuple(words) for role, words in roles.items()},
         eagle3_branch_markers=tuple(data.get("branches", {}).get("eagle3", [])),
+        eagle3_branch_files=tuple(data.get("branches", {}).get("eagle3_files", [])),
         members=members,
         eagle3_draft_pattern=_compile(pack_path, "classify.eagle3_draft", classify.get("eagle3_draft", "(?!)")),
         draft_pattern=_compile(pack_path, "classify.draft", classify.get("draft", "(?!)")),

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from eagle3lint.config import Settings
 from eagle3lint.engine import Engine
+from eagle3lint.engines import adapter_for, checked_context, fix_patterns_for
 from eagle3lint.result import CheckResult
 from eagle3lint.sources import iter_python_files, tree_path
 
@@ -57,11 +58,11 @@ def engine_options(engine: Engine, settings: Settings) -> EngineOptions:
     adds to them) against the engine's rule pack, the rest at the release's defaults."""
     from eagle3lint.launch_options import parse_options
 
-    return parse_options(settings.engine_options, engine.pack.options, engine.adapter.option_defaults(engine), engine.name)
+    return parse_options(settings.engine_options, engine.pack.options, adapter_for(engine.name).option_defaults(engine), engine.name)
 
 
 def build_index(engine: Engine, pool: WorkerPool | None = None) -> ProjectIndex:
-    index = engine.adapter.build_index(engine)
+    index = adapter_for(engine.name).build_index(engine)
     index.provider = pool.parse if pool else None
     return index
 
@@ -129,7 +130,7 @@ def run_check(
         from eagle3lint.contract import extract_contract
         from eagle3lint.parallel import WorkerPool, parse_serially
 
-        adapter = engine.adapter
+        adapter = adapter_for(engine.name)
         with WorkerPool(workers if provider is None else 1) as pool:
             pending = None
             if cache is not None and contract is None:
@@ -137,7 +138,7 @@ def run_check(
                 contract = cache.load_contract(fingerprint)
             if contract is None and pool.enabled:
                 # The engine's call sites are scanned in a worker while the models parse.
-                pending = pool.submit(extract_contract, engine)
+                pending = pool.submit(extract_contract, engine, adapter.contract_extension)
             index = adapter.build_index(engine, getattr(provider, "texts", None))
             index.provider = provider or (cache.provider(pool.parse) if cache is not None else pool.parse)
             extra_models = settings.engines[engine.name].extra_models if engine.name in settings.engines else ()
@@ -146,21 +147,21 @@ def run_check(
             extra_files += [p for p in scope if p.is_file() and p.suffix == ".py"]
             loaded = adapter.load_models(index, scope, extra_files)
             if contract is None:
-                contract = pending.result() if pending is not None else extract_contract(engine)
+                contract = pending.result() if pending is not None else extract_contract(engine, adapter.contract_extension)
                 if cache is not None:
                     cache.store_contract(fingerprint, contract)
         index.provider = provider or (cache.provider(parse_serially) if cache is not None else None)
         scope = [*scope, *extra_models]
         # The rules load once the parse is under way: the workers forked without them.
         found = adapter.check_context(index, contract, scope, loaded)
-        models, unresolved, ctx = found.models, found.unresolved, found.context
+        models, unresolved, ctx = found.models, found.unresolved, checked_context(engine.name, found.context)
         ctx.options = options
         result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
         fix_inputs: dict[str, str] = {}
         if with_fixes:
             from eagle3lint.fix.attach import attach_fixes
 
-            fix_inputs = attach_fixes(result, reporting_scope)
+            fix_inputs = attach_fixes(result, tuple(fix_patterns_for(engine.name)), reporting_scope)
         if results is not None and cache is not None and not result.errors:
             inputs = _run_inputs(cache.served, fix_inputs)
             if inputs is not None:

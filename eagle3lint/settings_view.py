@@ -12,7 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
-from eagle3lint.config import DEFAULT_OUTPUT_FORMAT, ENGINE_NAMES, Settings
+from eagle3lint.config import DEFAULT_OUTPUT_FORMAT, Settings
+from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.escape import line_text
 
 # What an unset setting without a value of its own means (a default comment says it).

@@ -23,7 +23,6 @@ What counts as EAGLE-3 code is rule-pack data (``[verdict]`` in ``rules/<engine>
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from eagle3lint.outcomes import (
@@ -32,6 +31,7 @@ from eagle3lint.outcomes import (
     WORKS,
     ConditionalOutcome,
     Effect,
+    Verdict,
     first_effect,
 )
 from eagle3lint.outcomes import (
@@ -55,19 +55,6 @@ NOT_A_TARGET = "not-a-target"
 STATUSES = (SUPPORTED, BROKEN, INCOMPLETE, NOT_IMPLEMENTED, UNKNOWN, NOT_A_TARGET)
 
 _MAX_DEPTH = 3
-
-
-@dataclass(frozen=True)
-class Verdict:
-    status: str
-    reason: str
-    # Why the class counts as having EAGLE-3 code ("" when it has none).
-    evidence: str = ""
-    # What the engine does under the run's options ("" for a class that is not a target), the
-    # engine's file:line for it, and the options under which it would differ.
-    outcome: str = ""
-    decided: Effect | None = None
-    conditions: tuple[ConditionalOutcome, ...] = field(default=())
 
 
 def model_key(model: ModelClass) -> tuple[str, str | None]:

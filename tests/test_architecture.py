@@ -1,8 +1,8 @@
 """The package's layering: engines behind their adapters, a core that knows none of them, no cycles.
 
-Imports are read from the source (every ``import`` outside ``if TYPE_CHECKING:``, function-level
-ones included); an edge goes to the module named (``from a.b import c`` names ``a.b.c`` when that is
-a module, else ``a.b``).
+Imports are read from the source (every ``import``, function-level ones and those under
+``if TYPE_CHECKING:`` included: a type named is a dependency too); an edge goes to the module named
+(``from a.b import c`` names ``a.b.c`` when that is a module, else ``a.b``).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ UPPER = (
     "eagle3lint.cli",
     "eagle3lint.runner",
     "eagle3lint.cache",
-    "eagle3lint.config",
+    "eagle3lint.settings_load",
     "eagle3lint.baseline",
     "eagle3lint.settings_view",
     "eagle3lint.engine_finder",
@@ -38,6 +38,12 @@ UPPER = (
     "eagle3lint.verify.preflight",
     "eagle3lint.verify.report",
 )
+# What the adapter base is, and the packages above it: the machinery it hands out (rules, fixes,
+# the verify driver) is named through its ports, never imported.
+BASE = ("eagle3lint.adapter", "eagle3lint.ports")
+ABOVE_BASE = ("eagle3lint.checks", "eagle3lint.fix", "eagle3lint.verify")
+# The settings: read and validated against a vocabulary the caller gives.
+SETTINGS = "eagle3lint.config"
 
 
 def _modules() -> dict[str, Path]:
@@ -50,26 +56,14 @@ def _modules() -> dict[str, Path]:
     return out
 
 
-def _type_checking_nodes(tree: ast.Module) -> set[int]:
-    inside: set[int] = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            for stmt in node.body:
-                inside.update(id(n) for n in ast.walk(stmt))
-    return inside
-
-
 def import_graph() -> dict[str, set[str]]:
     modules = _modules()
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        skipped = _type_checking_nodes(tree)
         package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
         for node in ast.walk(tree):
-            if id(node) in skipped:
-                continue
             if isinstance(node, ast.Import):
                 edges.update(a.name for a in node.names if a.name.startswith("eagle3lint"))
             elif isinstance(node, ast.ImportFrom):
@@ -104,9 +98,28 @@ def _is_upper(module: str) -> bool:
 GRAPH = import_graph()
 
 
+def _reach(start: str) -> set[str]:
+    seen: set[str] = set()
+    pending = [start]
+    while pending:
+        module = pending.pop()
+        for target in GRAPH.get(module, ()):
+            if target not in seen:
+                seen.add(target)
+                pending.append(target)
+    return seen
+
+
+def test_type_only_imports_are_in_the_graph() -> None:
+    # ``adapter`` names ``ModelClass`` only for type checking: the graph must still see it.
+    assert "eagle3lint.models" in GRAPH["eagle3lint.adapter"]
+
+
 def test_the_engines_exist_as_packages_with_an_adapter() -> None:
+    from eagle3lint.engines import ENGINE_NAMES
+
     engines = {_engine_of(m) for m in GRAPH} - {None}
-    assert {"sglang", "vllm"} <= engines
+    assert set(ENGINE_NAMES) <= engines
     for engine in engines:
         assert f"{REGISTRY}.{engine}.adapter" in GRAPH, f"{engine} has no adapter module"
 
@@ -144,6 +157,23 @@ def test_the_lower_half_never_reaches_up() -> None:
         if target == REGISTRY or _is_upper(target)
     )
     assert not offenders, "the lower half (what adapters build on) must not import the registry or the run drivers:\n" + "\n".join(offenders)
+
+
+def test_the_adapter_base_depends_on_nothing_above_it() -> None:
+    offenders = sorted(
+        f"{base} reaches {target}"
+        for base in BASE
+        for target in _reach(base)
+        if any(_is(target, above) for above in ABOVE_BASE) or target == REGISTRY or _is_upper(target) or _engine_of(target) is not None
+    )
+    assert not offenders, "the adapter base names what it hands out through its ports:\n" + "\n".join(offenders)
+
+
+def test_the_settings_depend_on_the_lower_half_only() -> None:
+    offenders = sorted(
+        target for target in _reach(SETTINGS) if target == REGISTRY or _is_upper(target) or _engine_of(target) is not None
+    )
+    assert not offenders, "the settings are validated against a vocabulary the caller gives:\n" + "\n".join(offenders)
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -199,7 +229,7 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert _cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
 
 
-@pytest.mark.parametrize("name", ["sglang", "vllm"])
+@pytest.mark.parametrize("name", ["sglang", "vllm", "lmdeploy"])
 def test_every_adapter_keeps_its_rule_code_table_equal_to_its_rules(name: str) -> None:
     from eagle3lint.engines import adapter_for
 

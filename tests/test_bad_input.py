@@ -151,16 +151,16 @@ def test_missing_path_and_no_engine(tmp_path: Path) -> None:
     assert done.returncode == 2 and "no such file or folder" in done.stderr
     (tmp_path / "plain").mkdir()
     done = run_cli("check", tmp_path / "plain")
-    assert done.returncode == 2 and "not inside a sglang or vllm source tree" in done.stderr
+    assert done.returncode == 2 and "not inside a sglang, vllm or lmdeploy source tree" in done.stderr
     done = run_cli("check", "--engine-root", tmp_path / "plain", tmp_path / "plain")
-    assert done.returncode == 2 and "no sglang or vllm package found" in done.stderr
+    assert done.returncode == 2 and "no sglang, vllm or lmdeploy package found" in done.stderr
 
 
 def test_no_installed_engine(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
     done = run_cli("check", cwd=tmp_path, env=env)
     assert done.returncode == 2
-    assert "no PATH given and no installed sglang or vllm package found" in done.stderr
+    assert "no PATH given and no installed sglang, vllm or lmdeploy package found" in done.stderr
 
 
 def test_bad_release_spec() -> None:
@@ -226,7 +226,7 @@ def test_paths_outside_the_engine_being_checked_are_usage_errors(tree: Path, tmp
     assert done.returncode == 2 and "not inside the sglang tree being checked" in done.stderr
     # Structured output always gets a document or an error, never empty output.
     done = run_cli("check", outside / "foo.py", "--format", "sarif")
-    assert done.returncode == 2 and "not inside a sglang or vllm source tree" in done.stderr
+    assert done.returncode == 2 and "not inside a sglang, vllm or lmdeploy source tree" in done.stderr
 
 
 @pytest.mark.release

@@ -65,7 +65,7 @@ def test_explicit_config_file(project: Path, tmp_path: Path) -> None:
         ('selct = ["E3L001"]\n', "unknown key 'selct' (did you mean 'select'?)"),
         ('select = "E3L001"\n', "'select' must be an array, not str"),
         ('ignore = ["E3L777"]\n', "'ignore' names unknown rule code 'E3L777'"),
-        ('engine = "tgi"\n', "'engine' must be one of sglang, vllm"),
+        ('engine = "tgi"\n', "'engine' must be one of sglang, vllm, lmdeploy"),
         ('output-format = "xml"\n', "'output-format' must be one of"),
         ("unsafe-fixes = 1\n", "'unsafe-fixes' must be a boolean"),
         ('[tool.eagle3lint.sglang]\nextra-members = [{ nme = "x" }]\n', "unknown key 'nme'"),

@@ -14,9 +14,9 @@ from eagle3lint.config import (
     FileTooLarge,
     NotRegularFile,
     find_config,
-    load_settings,
     read_regular_file,
 )
+from eagle3lint.settings_load import load as load_settings
 from tests.helpers import FIXTURES
 from tests.robust_helpers import assert_clean_exit, run_bounded
 

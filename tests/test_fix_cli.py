@@ -71,7 +71,7 @@ def test_usage_errors_exit_2(tmp_path: Path) -> None:
     release = run_cli("fix", "--apply", "--release", "sglang==0.5.9")
     assert release.returncode == 2 and "copy the tree" in release.stderr
     nowhere = run_cli("fix", tmp_path)
-    assert nowhere.returncode == 2 and "not inside a sglang or vllm source tree" in nowhere.stderr
+    assert nowhere.returncode == 2 and "not inside a sglang, vllm or lmdeploy source tree" in nowhere.stderr
 
 
 def test_a_fix_that_edits_a_file_outside_the_paths_is_only_shown(tmp_path: Path) -> None:

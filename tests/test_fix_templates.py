@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engines import adapter_for, adapters
+from eagle3lint.engines import adapters, fix_patterns_for
 from eagle3lint.errors import UsageError
 from eagle3lint.fix.planner import patterns_for
 from eagle3lint.fix.templates import load_templates, parse_template_file
@@ -45,7 +45,7 @@ def test_every_pattern_is_listed_once_by_its_engine_and_has_its_template() -> No
             name = pattern.name
             assert name in load_templates(engine), f"{engine}/{name} has no template file"
             assert set(pattern.codes) == set(load_templates(engine)[name].codes)
-    sglang = adapter_for("sglang")
+    sglang = fix_patterns_for("sglang")
     assert [p.name for p in patterns_for(sglang, "E3L001")] == ["leaf-embed-head", "leaf-capture"]
     assert patterns_for(sglang, "E3L002") == []
 
@@ -96,9 +96,26 @@ def test_shipped_vllm_templates_render_valid_python() -> None:
         template.describe(names)
         for snippet in template.snippets:
             ast.parse(template.render(snippet.name, names, snippet.when) or "")
-    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L013")] == ["declare-protocol"]
-    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L004")] == ["declare-delegate"]
-    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L011")] == ["holder-collect"]
-    assert [p.name for p in patterns_for(adapter_for("vllm"), "E3L105")] == ["pp-loop-start"]
-    assert patterns_for(adapter_for("vllm"), "E3L102") == []
-    assert patterns_for(adapter_for("vllm"), "E3L015") == []
+    assert [p.name for p in patterns_for(fix_patterns_for("vllm"), "E3L013")] == ["declare-protocol"]
+    assert [p.name for p in patterns_for(fix_patterns_for("vllm"), "E3L004")] == ["declare-delegate"]
+    assert [p.name for p in patterns_for(fix_patterns_for("vllm"), "E3L011")] == ["holder-collect"]
+    assert [p.name for p in patterns_for(fix_patterns_for("vllm"), "E3L105")] == ["pp-loop-start"]
+    assert patterns_for(fix_patterns_for("vllm"), "E3L102") == []
+    assert patterns_for(fix_patterns_for("vllm"), "E3L015") == []
+
+
+def test_shipped_lmdeploy_templates_render_valid_python() -> None:
+    templates = load_templates("lmdeploy")
+    assert set(templates) == {"cuda-graph-key", "cuda-graph-delegate", "dict-return", "config-builder", "decoder-capture"}
+    names = {**NAMES, "aux_key": "aux_hidden_states", "class_name": "C", "default": "CudaGraphMixin", "delegate": "language_model",
+             "inner_class": "I", "result": "outputs", "builder": "B", "paradigm": "model_paradigm", "spec_method": "spec_method",
+             "hf_config": "hf_config", "cfg": "cfg", "decoder_class": "D", "config": "config", "index": "idx", "hidden": "h", "residual": "r"}
+    for template in templates.values():
+        template.describe(names)
+        for snippet in template.snippets:
+            ast.parse(template.render(snippet.name, names, snippet.when) or "")
+    patterns = fix_patterns_for("lmdeploy")
+    assert [p.name for p in patterns_for(patterns, "E3L110")] == ["cuda-graph-key"]
+    assert [p.name for p in patterns_for(patterns, "E3L111")] == ["cuda-graph-delegate", "dict-return"]
+    assert [p.name for p in patterns_for(patterns, "E3L001")] == ["decoder-capture"]
+    assert patterns_for(patterns, "E3L030") == []

@@ -194,7 +194,7 @@ def test_file_list_reports_only_the_engine_files_given(tmp_path: Path) -> None:
 def test_a_folder_outside_any_engine_is_still_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "plain").mkdir()
     done = run_cli("check", tmp_path / "plain")
-    assert done.returncode == 2 and "not inside a sglang or vllm source tree" in done.stderr
+    assert done.returncode == 2 and "not inside a sglang, vllm or lmdeploy source tree" in done.stderr
 
 
 def test_a_changed_engine_call_site_widens_the_check_to_every_model(tmp_path: Path) -> None:

@@ -163,6 +163,7 @@ def _class_at(tree: ast.Module, line: int) -> ast.ClassDef | None:
 @pytest.mark.parametrize("spec", ["sglang==0.5.9", "sglang==0.5.23", "vllm==0.33.0"])
 def test_every_displayed_diff_applied_leaves_no_reference_to_a_missing_attribute(spec: str, tmp_path: Path) -> None:
     from eagle3lint.engine_finder import discover_engine
+    from eagle3lint.engines import fix_patterns_for
     from eagle3lint.fix.attach import attach_fixes
     from eagle3lint.fix.recheck import recheck
     from eagle3lint.index import ClassRef
@@ -171,7 +172,7 @@ def test_every_displayed_diff_applied_leaves_no_reference_to_a_missing_attribute
     root = release_root(spec)
     engine = discover_engine([], engine_root=root)
     result = run_check(engine, [root], use_cache=False, need_index=True)
-    attach_fixes(result, [root])
+    attach_fixes(result, tuple(fix_patterns_for(engine.name)), [root])
     diffs = [f.fix.diff for f in result.findings if f.fix is not None and f.fix.diff]
     assert len(diffs) >= 10, "too few fix diffs to check"
     problems = []

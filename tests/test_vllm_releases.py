@@ -10,6 +10,7 @@ import pytest
 
 from eagle3lint.contract import extract_contract
 from eagle3lint.engine_finder import discover_engine
+from eagle3lint.engines import adapter_for
 from eagle3lint.engines.vllm.collect import YES as COLLECTS
 from eagle3lint.engines.vllm.holders import RESOLVED
 from eagle3lint.engines.vllm.pipeline import prepare_vllm
@@ -133,7 +134,7 @@ def test_0_33_0_protocol_check_passes_for_flagship_models(v033: dict[str, Any]) 
             assert finding["code"] == "E3L014", finding  # a stale getter name is a warning only
     root = release_root("vllm==0.33.0")
     engine = discover_engine([], "vllm", root)
-    prepared = prepare_vllm(engine, extract_contract(engine), [root / "model_executor/models"])
+    prepared = prepare_vllm(engine, extract_contract(engine, adapter_for("vllm").contract_extension), [root / "model_executor/models"])
     ctx = prepared.context
     for model in ctx.models:
         if model.ref.qualname not in flagship:

@@ -11,7 +11,7 @@ from eagle3lint.findings import Finding, Related
 from eagle3lint.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
 from eagle3lint.launch_options import EngineOptions
 from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
-from eagle3lint.outcomes import CRASH, REFUSED, STAGE_LAUNCH, WORKS, Effect, member_stage
+from eagle3lint.outcomes import CRASH, REFUSED, STAGE_LAUNCH, WORKS, Effect, Verdict, member_stage
 from eagle3lint.rulepack import RulePack
 from eagle3lint.suppressions import Suppression
 
@@ -19,7 +19,6 @@ T = TypeVar("T")
 
 if TYPE_CHECKING:
     from eagle3lint.inference import InnerModelInference
-    from eagle3lint.verdicts import Verdict
 
 
 @dataclass
@@ -262,6 +261,14 @@ class CheckContext:
                 Effect(REFUSED, STAGE_LAUNCH, evidence, ((spec.name, spec.on_value()),), f"this release refuses EAGLE-3 with {spec.describe(spec.on_value())}")
             )
         return effects
+
+    # ---- fixes ------------------------------------------------------------------------------
+    def implementation_refusals(self, findings: list[Finding]) -> dict[int, str]:
+        """For the E3L020 findings of models with no EAGLE-3 code: why the fix planner has no
+        fix implementing EAGLE-3 in each (by ``id(finding)``); a finding left out gets one. An
+        engine with a fix that implements EAGLE-3 answers in its own context, as its planner
+        decides, so that the check offers a fix exactly where ``fix`` writes one."""
+        return {id(finding): "no fix implements EAGLE-3 for this engine" for finding in findings}
 
     # ---- finding helpers ------------------------------------------------------------------
     def model_note(self, model: ModelClass) -> str:

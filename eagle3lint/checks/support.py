@@ -9,6 +9,7 @@ from eagle3lint.checks.context import CheckContext, guard_phrase
 from eagle3lint.contract import ContractSite
 from eagle3lint.findings import Finding
 from eagle3lint.models import TARGET
+from eagle3lint.outcomes import CRASH, REFUSED, SILENT, Effect
 from eagle3lint.verdicts import NOT_IMPLEMENTED, model_key
 
 
@@ -78,7 +79,7 @@ class Eagle3NotImplemented(Rule):
                 lacks = ", ".join(f"`{n}`" for n in names)
                 refusal = f"the engine refuses it: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
             else:
-                refusal = "this engine version asks nothing of it"
+                refusal = _launch_phrase(getattr(ctx.verdicts.get(model_key(model)), "decided", None))
             findings.append(ctx.finding(
                 Eagle3NotImplemented,
                 model,
@@ -92,11 +93,27 @@ class Eagle3NotImplemented(Rule):
             ))
         # The offer is the fix planner's own decision on these very findings: never a promise
         # that `fix` does not keep.
-        refusals = ctx.index.engine.adapter.implementation_refusals(ctx, findings) if findings else {}
+        refusals = ctx.implementation_refusals(findings) if findings else {}
         for finding in findings:
             why = refusals.get(id(finding))
             finding.message += f"; no automatic fix: {why}" if why else "; an unsafe fix implements it (`eagle3lint fix --unsafe-fixes` shows it)"
         return findings
+
+
+_OUTCOME_PHRASES = {
+    CRASH: "a launch with EAGLE-3 crashes",
+    SILENT: "a launch with EAGLE-3 runs, and the drafter gets the wrong hidden states",
+    REFUSED: "the engine refuses a launch with EAGLE-3",
+}
+
+
+def _launch_phrase(decided: Effect | None) -> str:
+    """What a launch does with a model the engine asks no member of, from its verdict (another
+    finding's effect, or the engine's own: a config it never admits, a fallback it takes)."""
+    if decided is None or decided.outcome not in _OUTCOME_PHRASES:
+        return "this engine version asks nothing of it"
+    cause = f"{decided.code}: {decided.reason}" if decided.code else decided.reason
+    return f"the engine asks no member of it, but {_OUTCOME_PHRASES[decided.outcome]} ({cause})"
 
 
 class ReplacementDropsEagle3(Rule):

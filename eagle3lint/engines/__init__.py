@@ -12,7 +12,7 @@ Adding an engine: see ``docs/architecture.md``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING
 
@@ -21,9 +21,13 @@ from eagle3lint.errors import UsageError
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule, RuleRegistry
+    from eagle3lint.checks.context import CheckContext
+    from eagle3lint.fix.planner import FixPattern
+    from eagle3lint.ports import ContextPort
+    from eagle3lint.verify.driver import ServerDriver
     from eagle3lint.verify.knowledge import EngineKnowledge
 
-ENGINE_NAMES: tuple[str, ...] = ("sglang", "vllm")
+ENGINE_NAMES: tuple[str, ...] = ("sglang", "vllm", "lmdeploy")
 
 
 def _sglang() -> EngineAdapter:
@@ -38,7 +42,19 @@ def _vllm() -> EngineAdapter:
     return VllmAdapter()
 
 
-_LOADERS: dict[str, Callable[[], EngineAdapter]] = {"sglang": _sglang, "vllm": _vllm}
+def _lmdeploy() -> EngineAdapter:
+    from eagle3lint.engines.lmdeploy.adapter import LmdeployAdapter
+
+    return LmdeployAdapter()
+
+
+_LOADERS: dict[str, Callable[[], EngineAdapter]] = {"sglang": _sglang, "vllm": _vllm, "lmdeploy": _lmdeploy}
+
+
+def engines_phrase(names: Iterable[str] = ENGINE_NAMES) -> str:
+    """``sglang, vllm or lmdeploy``: engine names as a message lists them."""
+    listed = list(names)
+    return listed[0] if len(listed) == 1 else f"{', '.join(listed[:-1])} or {listed[-1]}"
 
 
 @cache
@@ -56,14 +72,51 @@ def adapters() -> list[EngineAdapter]:
 def rules_for(engine: str | None = None) -> list[type[Rule]]:
     """The rules that run on ``engine``: the core's (less those the engine replaces) and its own;
     with no engine, every rule of every engine."""
+    from eagle3lint.checks.base import Rule
     from eagle3lint.checks.core import CORE_RULES
 
     chosen = adapters() if engine is None else [adapter_for(engine)]
     replaced = set().union(*(a.replaces_core_rules for a in chosen)) if engine is not None else set()
     rules = [r for r in CORE_RULES if r.code not in replaced]
     for adapter in chosen:
-        rules.extend(adapter.rules())
+        for rule in adapter.rules():
+            if not (isinstance(rule, type) and issubclass(rule, Rule)):
+                raise TypeError(f"the {adapter.name} adapter hands out {rule!r} as a rule, which is not a Rule")
+            rules.append(rule)
     return rules
+
+
+def fix_patterns_for(engine: str) -> list[type[FixPattern]]:
+    """The engine's fix patterns, in the order its adapter lists them."""
+    from eagle3lint.fix.planner import FixPattern
+
+    adapter = adapter_for(engine)
+    patterns: list[type[FixPattern]] = []
+    for pattern in adapter.fix_patterns():
+        if not (isinstance(pattern, type) and issubclass(pattern, FixPattern)):
+            raise TypeError(f"the {adapter.name} adapter hands out {pattern!r} as a fix pattern, which is not a FixPattern")
+        patterns.append(pattern)
+    return patterns
+
+
+def server_for(engine: str) -> ServerDriver:
+    """The ``verify`` driver of the engine."""
+    from eagle3lint.verify.driver import ServerDriver
+
+    adapter = adapter_for(engine)
+    server = adapter.server()
+    if not isinstance(server, ServerDriver):
+        raise TypeError(f"the {adapter.name} adapter hands out {server!r} as its server, which is not a ServerDriver")
+    return server
+
+
+def checked_context(engine: str, context: ContextPort) -> CheckContext:
+    """The rule context an adapter handed out, as the rules take it."""
+    from eagle3lint.checks.context import CheckContext
+
+    if not isinstance(context, CheckContext):
+        raise TypeError(f"the {engine} adapter hands out {context!r} as its rule context, which is not a CheckContext")
+    return context
 
 
 @cache
@@ -99,7 +152,21 @@ def knowledge_for(name: str) -> EngineKnowledge:
 
     adapter = adapter_for(name)
     roles = {member: spec.role for member, spec in adapter.pack().members.items()}
-    return load_knowledge(name, adapter.server(), roles, tuple(rules_for(name)))
+    return load_knowledge(name, server_for(name), roles, tuple(rules_for(name)))
 
 
-__all__ = ["ENGINE_NAMES", "EngineAdapter", "adapter_for", "adapters", "is_known_code", "knowledge_for", "known_rule_codes", "rule_registry", "rules_for"]
+__all__ = [
+    "ENGINE_NAMES",
+    "EngineAdapter",
+    "adapter_for",
+    "adapters",
+    "checked_context",
+    "engines_phrase",
+    "fix_patterns_for",
+    "is_known_code",
+    "knowledge_for",
+    "known_rule_codes",
+    "rule_registry",
+    "rules_for",
+    "server_for",
+]

@@ -403,10 +403,16 @@ def _find_function(cls: cst.ClassDef, name: str) -> cst.FunctionDef:
 _KINDS: dict[str, type[cst.CSTNode]] = {"Assign": cst.Assign, "Return": cst.Return, "Expr": cst.Expr}
 
 
+# Compound statements an insertion may be anchored on (before or after the whole statement).
+_COMPOUND_KINDS: dict[str, type[cst.BaseCompoundStatement]] = {"If": cst.If, "While": cst.While, "With": cst.With, "Try": cst.Try}
+
+
 def _is_kind(stmt: cst.BaseStatement, kind: str) -> bool:
     """Whether a libcst statement is the ``ast`` statement of that kind (alone on its line)."""
     if kind == "For":
         return isinstance(stmt, cst.For)
+    if kind in _COMPOUND_KINDS:
+        return isinstance(stmt, _COMPOUND_KINDS[kind])
     simple = isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
     return kind in _KINDS and simple and isinstance(stmt.body[0], _KINDS[kind])  # type: ignore[attr-defined]
 

@@ -10,7 +10,7 @@ from typing import Any
 from eagle3lint.findings import Fix
 from eagle3lint.fix.diff import diff_label, unified_diff
 from eagle3lint.fix.edits import ApplyError, Edit, edits_by_path
-from eagle3lint.fix.planner import DISPLAY_ONLY, FixEnv, plan_fixes
+from eagle3lint.fix.planner import DISPLAY_ONLY, FixEnv, FixPattern, plan_fixes
 from eagle3lint.fix.proof import ProofError
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.parallel import WorkerPool, worth_forking_for
@@ -18,14 +18,14 @@ from eagle3lint.result import CheckResult
 from eagle3lint.sources import syntax_problem
 
 
-def attach_fixes(result: CheckResult, scope: list[Path] | None = None) -> dict[str, str]:
-    """Fill ``Finding.fix`` for every finding a pattern fits, each with its own diff. The diffs
+def attach_fixes(result: CheckResult, patterns: tuple[type[FixPattern], ...], scope: list[Path] | None = None) -> dict[str, str]:
+    """Fill ``Finding.fix`` for every finding one of the engine's ``patterns`` fits, each with its own diff. The diffs
     are rendered on every core, the plans of one file together (they share its parse).
 
     Returns the SHA-256 of every file the fixes were made from, as this process read it before
     any diff was rendered: a stored copy of the fixes is stale once one of them changes."""
     sources = SourceSet()
-    env = FixEnv(result, sources, scope or [result.engine.root])
+    env = FixEnv(result, sources, scope or [result.engine.root], patterns)
     plans = plan_fixes(env)
     jobs: dict[str, list[tuple[int, tuple[Edit, ...]]]] = {}
     for n, plan in enumerate(plans):

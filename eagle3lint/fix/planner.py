@@ -26,7 +26,6 @@ from eagle3lint.models import ModelClass, in_scope
 from eagle3lint.rulepack import RulePack
 
 if TYPE_CHECKING:
-    from eagle3lint.adapter import EngineAdapter
     from eagle3lint.result import CheckResult
 
 SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
@@ -69,6 +68,9 @@ class FixEnv:
     result: CheckResult
     sources: SourceSet
     scope: list[Path]
+    # The engine's patterns, in the order its adapter lists them (the registry's
+    # ``fix_patterns_for``: the code that drives the fix asks it).
+    patterns: tuple[type[FixPattern], ...] = ()
     ctx: CheckContext = field(init=False)
     templates: dict[str, TemplateSet] = field(init=False)
     # Analyses an engine's patterns share across findings (vLLM's rule context).
@@ -130,9 +132,9 @@ class FixPattern:
         raise NotImplementedError
 
 
-def patterns_for(adapter: EngineAdapter, code: str) -> list[type[FixPattern]]:
+def patterns_for(patterns: Iterable[type[FixPattern]], code: str) -> list[type[FixPattern]]:
     """The engine's patterns that answer ``code``, in the order it lists them."""
-    return [p for p in adapter.fix_patterns() if code in p.codes]
+    return [p for p in patterns if code in p.codes]
 
 
 def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[PlannedFix]:
@@ -143,17 +145,16 @@ def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[P
     asks to be implemented as another code (``data["implement_as"]``: a model with no EAGLE-3
     code) is planned with that code's patterns and never offered as safe."""
     plans: list[PlannedFix] = []
-    adapter = env.result.engine.adapter
     for finding in env.result.findings if findings is None else findings:
         members = list(finding.data.get("members") or [finding.method])
         code = str(finding.data.get("implement_as") or finding.code)
         if len(members) <= 1 and code == finding.code:
-            plan = _first_plan(env, adapter, finding, finding.code)
+            plan = _first_plan(env, finding, finding.code)
         else:
             parts = []
             for member in members:
                 part = dataclasses.replace(finding, code=code, method=member, data={**finding.data, "members": [member]})
-                parts.append((member, _first_plan(env, adapter, part, code)))
+                parts.append((member, _first_plan(env, part, code)))
             plan = _combined(finding, parts, cap=UNSAFE if code != finding.code else None)
         if plan is not None:
             plans.append(_confine_to_scope(_resolved(plan, env), env))
@@ -174,8 +175,8 @@ def _resolved(plan: PlannedFix, env: FixEnv) -> PlannedFix:
     return PlannedFix(plan.finding, plan.pattern, DISPLAY_ONLY, plan.description, (), note)
 
 
-def _first_plan(env: FixEnv, adapter: EngineAdapter, finding: Finding, code: str) -> PlannedFix | None:
-    for pattern in patterns_for(adapter, code):
+def _first_plan(env: FixEnv, finding: Finding, code: str) -> PlannedFix | None:
+    for pattern in patterns_for(env.patterns, code):
         try:
             plan = pattern().plan(finding, env)
         except (SyntaxError, ValueError, RecursionError, OSError) as exc:

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.engines import fix_patterns_for
 from eagle3lint.findings import Finding
 from eagle3lint.fix.edits import ApplyError, Edit, InsertMembers, edits_by_path
 from eagle3lint.fix.planner import (
@@ -143,7 +144,8 @@ def _prepare(
     pool: WorkerPool,
     rejections: list[Rejection],
 ) -> FixOutcome:
-    plans = plan_fixes(FixEnv(result, sources, scope))
+    patterns = tuple(fix_patterns_for(result.engine.name))
+    plans = plan_fixes(FixEnv(result, sources, scope, patterns))
     outcome = FixOutcome(result, plans)
     outcome.rejections = list(rejections)
     texts: dict[str, str] = {}
@@ -159,7 +161,7 @@ def _prepare(
         texts = {**texts, **step.texts}
         current = step.after
         accepted += step.accepted
-        plans = plan_fixes(FixEnv(current, sources.overlay(texts), scope))
+        plans = plan_fixes(FixEnv(current, sources.overlay(texts), scope, patterns))
     else:
         if _candidates(plans, outcome, unsafe_fixes):
             # Still something to fix after the last pass: a second run would change files again.

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from eagle3lint.contract import Contract
     from eagle3lint.engine import Engine
     from eagle3lint.verify.configs import ModelConfig, PreflightResult
-    from eagle3lint.verify.knowledge import EngineKnowledge
     from eagle3lint.verify.measure import Client
     from eagle3lint.verify.options import VerifyOptions
 
@@ -47,16 +46,18 @@ class ServerDriver:
         the release's own argument checks' to say (``eagle3lint.verify.pair.launch``)."""
         ServerDriver.validate_options(self, options)
 
-    def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
-        """The command the engine's arguments follow, when ``--launcher`` does not say."""
-        return [sys.executable, "-m", knowledge.launch_module]
+    def default_launcher(self, module: str, script: str) -> list[str]:
+        """The command the engine's arguments follow, when ``--launcher`` does not say: the
+        knowledge file's launch ``module`` (run by this Python) or console ``script``."""
+        return [sys.executable, "-m", module]
 
-    def launcher_available(self, knowledge: EngineKnowledge, package: str) -> bool:
-        """Whether the default launcher can start here (the engine is installed for this Python)."""
+    def launcher_available(self, script: str, package: str) -> bool:
+        """Whether the default launcher can start here (the engine is installed for this Python,
+        or its console ``script`` is on the PATH)."""
         import importlib.util
 
         found = importlib.util.find_spec(package) is not None
-        return found or bool(knowledge.launch_script and shutil.which(knowledge.launch_script))
+        return found or bool(script and shutil.which(script))
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
         """The server's arguments: the target, parallelism, address, and (``speculative``) the

@@ -32,7 +32,7 @@ def build_command(options: VerifyOptions, knowledge: EngineKnowledge, port: int,
     """The launcher (``--launcher``, else the engine's own), the engine's arguments, then
     ``--engine-args``."""
     driver = knowledge.driver
-    launcher = shlex.split(options.launcher) if options.launcher else driver.default_launcher(knowledge)
+    launcher = shlex.split(options.launcher) if options.launcher else driver.default_launcher(knowledge.launch_module, knowledge.launch_script)
     if not launcher:
         raise UsageError("--launcher is empty")
     extra = [arg for chunk in options.engine_args for arg in shlex.split(chunk)]

@@ -215,6 +215,7 @@ _OUTCOME_IMPACT = {"crash": CRASH, "silent": ACCEPTANCE, "refused": REFUSED}
 
 def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig | None, engine_options: tuple[str, ...] = ()) -> Any:
     from eagle3lint.config import Settings
+    from eagle3lint.engines import server_for
     from eagle3lint.runner import run_check
 
     settings = Settings()
@@ -224,7 +225,7 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     models = checked.models
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
-        engine.adapter.server().preflight(result, engine, checked.contract, target)
+        server_for(engine.name).preflight(result, engine, checked.contract, target)
     if target is None or target.architecture is None:
         return checked
     arch = target.architecture

@@ -14,7 +14,7 @@ from types import FrameType
 
 from eagle3lint.engine import Engine
 from eagle3lint.engine_finder import discover_engine
-from eagle3lint.engines import ENGINE_NAMES, knowledge_for
+from eagle3lint.engines import engines_phrase, knowledge_for
 from eagle3lint.errors import UsageError
 from eagle3lint.verify import report as rep
 from eagle3lint.verify.classify import ClassifyContext, classify_crash
@@ -138,7 +138,7 @@ def _resolve_engine(options: VerifyOptions) -> tuple[Engine | None, str]:
         engine = None
     name = engine.name if engine else options.engine
     if name is None:
-        raise UsageError(f"no installed {' or '.join(ENGINE_NAMES)} found: give --engine (and --engine-root for the static check)")
+        raise UsageError(f"no installed {engines_phrase()} found: give --engine (and --engine-root for the static check)")
     return engine, name
 
 
@@ -161,7 +161,7 @@ def _release_note(options: VerifyOptions, name: str) -> str:
 def _check_launcher(options: VerifyOptions, knowledge: EngineKnowledge, package: str) -> None:
     if options.launcher is not None or options.engine_root is not None:
         return
-    if not knowledge.driver.launcher_available(knowledge, package):
+    if not knowledge.driver.launcher_available(knowledge.launch_script, package):
         raise UsageError(f"{knowledge.engine} is not installed for this Python; install it, or give --engine-root or --launcher")
 
 

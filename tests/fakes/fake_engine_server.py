@@ -1,12 +1,13 @@
 #!/usr/bin/env python3
 """TEST DOUBLE — not an inference engine.
 
-A scripted stand-in for `python -m sglang.launch_server ...` / `vllm serve ...` that the verify tests
-start through `eagle3lint verify --launcher "python fake_engine_server.py --fake-engine sglang ..."`.
-It accepts the engine's own arguments (verify appends them), prints the log lines the real servers
-print while loading, serves their endpoints (SGLang: /health, /generate with meta_info; vLLM:
-/v1/models, /v1/chat/completions, /v1/completions, /metrics with the spec-decode counters), and can
-instead crash with the real error texts, hang, ignore SIGTERM, spawn children, or hold GPU memory.
+A scripted stand-in for `python -m sglang.launch_server ...` / `vllm serve ...` / `lmdeploy serve
+api_server ...` that the verify tests start through `eagle3lint verify --launcher "python
+fake_engine_server.py --fake-engine sglang ..."`. It accepts the engine's own arguments (verify
+appends them), prints the log lines the real servers print while loading, serves their endpoints
+(SGLang: /health, /generate with meta_info; vLLM and LMDeploy: /v1/models, /v1/chat/completions,
+/v1/completions, /metrics with the spec-decode counters; LMDeploy: /health too), and can instead
+crash with the real error texts, hang, ignore SIGTERM, spawn children, or hold GPU memory.
 
 Standard library only (torch only for --fake-gpu-mib). Everything it does is recorded as JSON lines
 in --fake-state-file so the tests can check what verify launched and that it was torn down.
@@ -37,6 +38,11 @@ VLLM_FRAMES = (
     '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line 699, in run_engine_core\n'
     "    engine_core = EngineCoreProc(*args, **kwargs)\n"
     '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/worker/gpu_model_runner.py", line 5174, in _setup_eagle3_aux_hidden_state_outputs\n'
+)
+
+LMDEPLOY_FRAMES = (
+    '  File "/opt/py3/lib/python3.11/site-packages/lmdeploy/pytorch/engine/model_agent/agent.py", line 1634, in build_model\n'
+    "    self.warmup()\n"
 )
 
 # mode -> (engine style, phase line printed before the failure, innermost frame lines, exception line)
@@ -116,6 +122,22 @@ CRASHES: dict[str, tuple[str, str, str, str]] = {
         "    assert isinstance(holder, EagleModelMixin), (\n",
         "AssertionError: Model instance must inherit from EagleModelMixin to set auxiliary layers",
     ),
+    # LMDeploy 0.18.0: no config builder opted the target in (spec_agent.py:726).
+    "crash-plain-strategy": (
+        "lmdeploy",
+        "Starting engine warmup. This may take a while...",
+        '  File "/opt/py3/lib/python3.11/site-packages/lmdeploy/pytorch/spec_decode/spec_agent.py", line 726, in _make_dummy\n'
+        "    return self.inputs_strategy.make_dummy(batch_size,\n",
+        "TypeError: ARModelInputsStrategy.make_dummy() got an unexpected keyword argument 'target_hidden_size'",
+    ),
+    # LMDeploy 0.18.0: DeepseekV2ModelConfigBuilder's assertion (deepseek_v2.py:32).
+    "crash-builder-assert": (
+        "lmdeploy",
+        "build model config with DeepseekV2ModelConfigBuilder",
+        '  File "/opt/py3/lib/python3.11/site-packages/lmdeploy/pytorch/configurations/deepseek_v2.py", line 32, in build\n'
+        "    assert spec_method == 'deepseek_mtp'\n",
+        "AssertionError",
+    ),
     "crash-unpack": (
         "vllm",
         "Capturing CUDA graphs",
@@ -161,6 +183,8 @@ class Fake:
     def log(self, line: str) -> None:
         if self.engine == "sglang":
             sys.stdout.write(f"[{stamp()} TP0] {line}\n")
+        elif self.engine == "lmdeploy":
+            sys.stdout.write(f"{stamp()},000 - lmdeploy - INFO - fake.py:1 - {line}\n")
         else:
             sys.stdout.write(f"INFO {vstamp()} [fake.py:1] {line}\n")
         sys.stdout.flush()
@@ -190,6 +214,9 @@ class Fake:
             sys.stdout.write(f"[{stamp()}] server_args=ServerArgs(model_path='{self.model}', tp_size={args.tp_size}, port={self.port}, speculative_algorithm={args.speculative_algorithm!r})\n")
             self.log("Init torch distributed begin.")
             self.log("Load weight begin. avail mem=139.00 GB")
+        elif self.engine == "lmdeploy":
+            self.log(f"Build <async> engine with model {self.model}")
+            self.log("build model config with DefaultModelConfigBuilder")
         else:
             sys.stdout.write(f"INFO {vstamp()} [utils.py:253] non-default args: {{'model': '{self.model}', 'port': {self.port}}}\n")
             self.log(f"Starting to load model {self.model}...")
@@ -215,6 +242,9 @@ class Fake:
         if self.engine == "sglang":
             self.log("Load weight end. type=FakeForCausalLM, dtype=torch.bfloat16, avail mem=120.00 GB")
             self.log("Capture cuda graph begin. This can take up to several minutes.")
+        elif self.engine == "lmdeploy":
+            self.log("Starting engine warmup. This may take a while...")
+            self.log("Engine warmup completed in 0.10 seconds.")
         else:
             self.log("Model loading took 1.23 GiB memory and 0.100000 seconds")
             self.log("Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)")
@@ -254,6 +284,10 @@ class Fake:
         style, phase, frames, exception = CRASHES[mode]
         time.sleep(self.args.fake_load_seconds)
         self.log(phase)
+        if style == "lmdeploy":
+            sys.stdout.write(f"Traceback (most recent call last):\n{LMDEPLOY_FRAMES}{frames}{exception}\n")
+            sys.stdout.flush()
+            sys.exit(1)
         if style == "sglang":
             sys.stdout.write(f"[{stamp()} TP0] Scheduler hit an exception: Traceback (most recent call last):\n{SGLANG_FRAMES}{frames}{exception}\n\n")
             sys.stdout.write(f"[{stamp()}] Received sigquit from a child process. It usually means the child failed.\n")
@@ -307,7 +341,7 @@ class Fake:
         self.server = ThreadingHTTPServer((self.host, self.port), Handler)
         self.server.daemon_threads = True
         self.record("listening", port=self.port)
-        if self.engine == "sglang":
+        if self.engine in ("sglang", "lmdeploy"):
             sys.stdout.write(f"[{stamp()}] INFO:     Uvicorn running on http://{self.host}:{self.port} (Press CTRL+C to quit)\n")
             sys.stdout.flush()
         if ready_after is not None:
@@ -340,7 +374,7 @@ class Fake:
                 h.reply(200, {"object": "list", "data": [{"id": self.model, "object": "model"}]})
             else:
                 h.reply(503, {})
-        elif path == "/metrics" and self.engine == "vllm":
+        elif path == "/metrics" and self.engine in ("vllm", "lmdeploy"):
             h.reply(200, text=self.metrics_text())
         else:
             h.reply(404, {"detail": "Not Found"})
@@ -376,7 +410,7 @@ class Fake:
                 meta["spec_verify_ct"] = steps
             self.record("request", path=path, text=payload.get("text"))
             h.reply(200, {"text": "x" * tokens, "meta_info": meta})
-        elif path in ("/v1/chat/completions", "/v1/completions") and self.engine == "vllm":
+        elif path in ("/v1/chat/completions", "/v1/completions") and self.engine in ("vllm", "lmdeploy"):
             if payload.get("model") != self.model:
                 h.reply(404, {"error": f"model {payload.get('model')!r} does not exist"})
                 return
@@ -390,22 +424,23 @@ class Fake:
             h.reply(404, {"detail": "Not Found"})
 
     def metrics_text(self) -> str:
+        prefix = "lmdeploy" if self.engine == "lmdeploy" else "vllm"
         labels = f'{{engine="0",model_name="{self.model}"}}'
         lines = [
-            "# HELP vllm:num_requests_running Number of requests in model execution batches.",
-            "# TYPE vllm:num_requests_running gauge",
-            f"vllm:num_requests_running{labels} 0.0",
+            f"# HELP {prefix}:num_requests_running Number of requests in model execution batches.",
+            f"# TYPE {prefix}:num_requests_running gauge",
+            f"{prefix}:num_requests_running{labels} 0.0",
         ]
         if self.speculative:
             with self.lock:
                 drafts, accepted = self.drafts, self.accepted
             lines += [
-                "# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.",
-                "# TYPE vllm:spec_decode_num_drafts_total counter",
-                f"vllm:spec_decode_num_drafts_total{labels} {drafts}",
-                f"vllm:spec_decode_num_drafts_created{labels} 1.7e9",
-                "# TYPE vllm:spec_decode_num_accepted_tokens_total counter",
-                f"vllm:spec_decode_num_accepted_tokens_total{labels} {accepted}",
+                f"# HELP {prefix}:spec_decode_num_drafts_total Number of spec decoding drafts.",
+                f"# TYPE {prefix}:spec_decode_num_drafts_total counter",
+                f"{prefix}:spec_decode_num_drafts_total{labels} {drafts}",
+                f"{prefix}:spec_decode_num_drafts_created{labels} 1.7e9",
+                f"# TYPE {prefix}:spec_decode_num_accepted_tokens_total counter",
+                f"{prefix}:spec_decode_num_accepted_tokens_total{labels} {accepted}",
             ]
         return "\n".join(lines) + "\n"
 
@@ -430,7 +465,7 @@ def main() -> None:
         run_child()
         return
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--fake-engine", choices=["sglang", "vllm"], required=True)
+    parser.add_argument("--fake-engine", choices=["sglang", "vllm", "lmdeploy"], required=True)
     parser.add_argument("--fake-mode", default="ok", choices=["ok", "hang", "killed", "port-in-use", "crash-on-request", *CRASHES])
     parser.add_argument("--fake-load-seconds", type=float, default=0.1)
     parser.add_argument("--fake-ignore-sigterm", action="store_true")
@@ -451,7 +486,12 @@ def main() -> None:
     parser.add_argument("--tp-size", type=int, default=1)
     parser.add_argument("--tensor-parallel-size", type=int, default=1)
     parser.add_argument("--host")
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int)
+    parser.add_argument("--server-name")
+    parser.add_argument("--server-port", type=int)
+    parser.add_argument("--backend")
+    parser.add_argument("--tp", type=int, default=1)
+    parser.add_argument("--speculative-draft-model")
     parser.add_argument("--speculative-algorithm")
     parser.add_argument("--speculative-draft-model-path")
     parser.add_argument("--speculative-num-steps", type=int)
@@ -459,6 +499,11 @@ def main() -> None:
     parser.add_argument("--speculative-num-draft-tokens", type=int)
     parser.add_argument("--speculative-config")
     args, extra = parser.parse_known_args()
+    # LMDeploy names them --server-port and --server-name.
+    args.port = args.port if args.port is not None else args.server_port
+    args.host = args.host or args.server_name
+    if args.port is None:
+        parser.error("--port (or --server-port) is required")
     Fake(args, extra).start()
 
 

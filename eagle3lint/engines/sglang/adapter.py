@@ -13,9 +13,7 @@ from typing import TYPE_CHECKING
 from eagle3lint.adapter import EngineAdapter, ModelsInContext
 
 if TYPE_CHECKING:
-    from eagle3lint.checks.context import CheckContext
     from eagle3lint.contract import Contract
-    from eagle3lint.findings import Finding
     from eagle3lint.fix.planner import FixPattern
     from eagle3lint.index import ProjectIndex
     from eagle3lint.summary import ModuleSummary
@@ -34,7 +32,7 @@ class SglangAdapter(EngineAdapter):
         return modules + index.load_files([*extra_files, *plugin_files])
 
     def check_context(self, index: ProjectIndex, contract: Contract, scope: list[Path], loaded: object) -> ModelsInContext:
-        from eagle3lint.checks.context import CheckContext
+        from eagle3lint.engines.sglang.context import SglangContext
         from eagle3lint.engines.sglang.models import discover_sglang_models
         from eagle3lint.engines.sglang.plugins import mark_plugin_models, registered_models
 
@@ -43,17 +41,12 @@ class SglangAdapter(EngineAdapter):
         if index.engine.plugins:
             models += [m for m in registered_models(index, models) if m.in_scope(scope)]
             mark_plugin_models(index, models)
-        return ModelsInContext(models, unresolved, CheckContext(index=index, contract=contract, models=models))
+        return ModelsInContext(models, unresolved, SglangContext(index=index, contract=contract, models=models))
 
     def fix_patterns(self) -> tuple[type[FixPattern], ...]:
         from eagle3lint.engines.sglang.fixes import FIX_PATTERNS
 
         return FIX_PATTERNS
-
-    def implementation_refusals(self, ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
-        from eagle3lint.engines.sglang.fixes import implementation_refusals
-
-        return implementation_refusals(ctx, findings)
 
     def server(self) -> ServerDriver:
         from eagle3lint.engines.sglang.server import SglangServer

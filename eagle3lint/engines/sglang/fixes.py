@@ -218,7 +218,7 @@ def implementation_refusals(ctx: CheckContext, findings: list[Finding]) -> dict[
         engine=ctx.index.engine, contract=ctx.contract, findings=[], errors=[], models=ctx.models, index=ctx.index
     )
     # Every file is in scope: whether the fix is written is for the PATHs `fix` is given.
-    env = FixEnv(result, SourceSet(), [Path(os.sep)])
+    env = FixEnv(result, SourceSet(), [Path(os.sep)], FIX_PATTERNS)
     refusals: dict[int, str] = {}
     # Most models fail the capture's first test, from text alone (the planner's first step too:
     # the capture is all or nothing, so the plan is display-only); only the others are planned.

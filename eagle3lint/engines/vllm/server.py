@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
@@ -18,16 +17,14 @@ from eagle3lint.engine import Engine
 from eagle3lint.errors import UsageError
 from eagle3lint.verify.configs import CRASH, NOTE, OK, PROBLEM, ModelConfig, PreflightResult
 from eagle3lint.verify.driver import ServerDriver, path_argument
-from eagle3lint.verify.httpclient import request
-from eagle3lint.verify.knowledge import EngineKnowledge
-from eagle3lint.verify.measure import Client, RequestResult
+from eagle3lint.verify.measure import Client
 from eagle3lint.verify.model_files import describe
+from eagle3lint.verify.openai_client import OpenAIClient, SpecCounters
+from eagle3lint.verify.openai_client import parse_spec_counters as _parse_spec_counters
 from eagle3lint.verify.options import VerifyOptions
-from eagle3lint.verify.prompts import Prompt
 
 DEFAULT_SPEC_TOKENS = 3
-_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-_DRAFTS = "vllm:spec_decode_num_drafts_total"
+COUNTERS = SpecCounters(accepted="vllm:spec_decode_num_accepted_tokens_total", drafts="vllm:spec_decode_num_drafts_total")
 
 
 class VllmServer(ServerDriver):
@@ -41,9 +38,9 @@ class VllmServer(ServerDriver):
     def validate_preflight(self, options: VerifyOptions) -> None:
         self.validate_options(options)  # vLLM has no top-k or draft-token flags at all
 
-    def default_launcher(self, knowledge: EngineKnowledge) -> list[str]:
-        script = shutil.which(knowledge.launch_script) if knowledge.launch_script else None
-        return [script, "serve"] if script else [sys.executable, "-m", knowledge.launch_module, "serve"]
+    def default_launcher(self, module: str, script: str) -> list[str]:
+        found = shutil.which(script) if script else None
+        return [found, "serve"] if found else [sys.executable, "-m", module, "serve"]
 
     def arguments(self, options: VerifyOptions, port: int, speculative: bool) -> list[str]:
         args = [path_argument(options.model_path), "--tensor-parallel-size", str(options.tp), "--host", options.host, "--port", str(port)]
@@ -61,70 +58,15 @@ class VllmServer(ServerDriver):
         return args
 
     def client(self, base_url: str, model_path: str, timeout_s: float) -> Client:
-        return VLLMClient(base_url, timeout_s)
+        return OpenAIClient(base_url, timeout_s, COUNTERS)
 
     def preflight(self, result: PreflightResult, engine: Engine, contract: Contract, target: ModelConfig) -> None:
         _check_model_type(result, engine, contract.extra.get("vllm"), target)
 
 
-class VLLMClient:
-    def __init__(self, base_url: str, timeout_s: float) -> None:
-        self.base_url = base_url
-        self.timeout_s = timeout_s
-        self.prompt_format = "server-chat"
-        self._model: str | None = None
-        self._lock = threading.Lock()
-
-    def model(self) -> str:
-        with self._lock:
-            if self._model is None:
-                listed = request(self.base_url + "/v1/models", timeout=self.timeout_s).json()
-                data = listed.get("data") if isinstance(listed, dict) else None
-                self._model = str(data[0]["id"]) if isinstance(data, list) and data and "id" in data[0] else ""
-            return self._model
-
-    def send(self, prompt: Prompt, max_tokens: int) -> RequestResult:
-        common = {"model": self.model(), "temperature": 0, "max_tokens": max_tokens}
-        if self.prompt_format == "server-chat":
-            answer = request(self.base_url + "/v1/chat/completions", {**common, "messages": list(prompt.messages)}, timeout=self.timeout_s)
-            if answer.status == 400:  # a base model without a chat template
-                self.prompt_format = "plain"
-            else:
-                return self._result(answer.status, answer.json(), answer.error or answer.text[:200])
-        answer = request(self.base_url + "/v1/completions", {**common, "prompt": prompt.plain}, timeout=self.timeout_s)
-        return self._result(answer.status, answer.json(), answer.error or answer.text[:200])
-
-    @staticmethod
-    def _result(status: int, body: Any, error: str) -> RequestResult:
-        if status != 200 or not isinstance(body, dict):
-            return RequestResult(error=f"HTTP {status}: {error}".strip())
-        usage = body.get("usage") or {}
-        return RequestResult(int(usage.get("completion_tokens") or 0))
-
-    def counters(self) -> tuple[float, float] | None:
-        answer = request(self.base_url + "/metrics", timeout=self.timeout_s)
-        if answer.status != 200:
-            return None
-        return parse_spec_counters(answer.text)
-
-
 def parse_spec_counters(text: str) -> tuple[float, float] | None:
-    """(accepted tokens, drafts) summed over every label set; None when the server has neither."""
-    totals = {_ACCEPTED: 0.0, _DRAFTS: 0.0}
-    seen: set[str] = set()
-    for line in text.splitlines():
-        if line.startswith("#"):
-            continue
-        name = line.split("{", 1)[0].split(" ", 1)[0]
-        if name in totals:
-            try:
-                totals[name] += float(line.rsplit(" ", 1)[1])
-            except (IndexError, ValueError):
-                continue
-            seen.add(name)
-    if seen != set(totals):
-        return None
-    return totals[_ACCEPTED], totals[_DRAFTS]
+    """(accepted tokens, drafts) from vLLM's ``/metrics``; None when it has neither counter."""
+    return _parse_spec_counters(text, COUNTERS)
 
 
 # Where transformers' ``get_text_config()`` looks for a nested text config.
