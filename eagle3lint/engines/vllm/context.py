@@ -10,14 +10,12 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from eagle3lint.checks.context import CheckContext, MemberState, guard_phrase
-from eagle3lint.contract import ContractSite
+from eagle3lint.checks.context import CheckContext
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
 from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.model_types import Checkpoint, TypeJudgement
 from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
-from eagle3lint.engines.vllm.remedy import describe_remedy, protocol_remedy
 from eagle3lint.engines.vllm.tristate import NO, UNKNOWN, YES
 from eagle3lint.findings import Related
 from eagle3lint.index import ClassRef
@@ -82,25 +80,6 @@ class VllmCheckContext(CheckContext):
         if not set(members) <= {m.name for m in proto.members}:
             return ""
         return f": it does not declare {proto.name}, so `{proto.check_function}()` is false"
-
-    def delegation_message(self, model: ModelClass, members: list[str], state: MemberState, sites: list[ContractSite]) -> str | None:
-        """A wrapper whose inner model has the protocol's members: the runner refuses it because
-        ``supports_eagle3()`` is false, which no forwarding method changes; the message starts
-        from the protocol and says what else the remedy needs, as proven."""
-        proto = self.protocol
-        if proto is None or not set(members) <= {m.name for m in proto.members}:
-            return None
-        remedy = protocol_remedy(self, model.ref, state.inner_attr, state.inner_class, members)
-        if remedy is None:
-            return None
-        inner = state.inner_class.qualname if state.inner_class else "?"
-        lacks = ", ".join(f"`{m}`" for m in members)
-        check = proto.check_function or "the protocol check"
-        return (
-            f"`{model.summary.name}` does not declare {proto.name}, so `{check}()` is false and the runner refuses it "
-            f"({guard_phrase(sites)}); it lacks {lacks}, which `self.{state.inner_attr}` ({inner}) has, but forwarding "
-            f"them alone never makes `{check}()` true; {describe_remedy(self, remedy)}"
-        )
 
     def _allow_list_note(self, model: ModelClass) -> str:
         """What the model-type allow-list of older releases does to the model's checkpoints, as

@@ -14,6 +14,7 @@ from eagle3lint.engines.vllm.context import VllmCheckContext
 from eagle3lint.engines.vllm.discovery import Discovery, build_vllm_index, discover_vllm_models
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.protocol import VllmContract
+from eagle3lint.engines.vllm.rule_context import VllmRuleContext
 from eagle3lint.models import ModelClass, UnresolvedEntry
 
 
@@ -46,7 +47,7 @@ def prepare_vllm(engine: Engine, contract: Contract, scope: list[Path]) -> VllmP
     index.load_files([p for p in scope if p.is_file() and p.suffix == ".py"])
     discovery = discover_vllm_models(index, scope)
     checked = [m for m in discovery.models if m.in_scope(scope)]
-    context = VllmCheckContext(
+    context = VllmRuleContext(
         index=index, contract=contract, models=checked, vllm=vllm_contract, all_models=discovery.models
     )
     if discovery.registry is None:
@@ -63,7 +64,7 @@ def vllm_context(
     extra = contract.extra.get("vllm")
     vllm_contract = extra if isinstance(extra, VllmContract) else VllmContract(None)
     checked = [m for m in discovery.models if m.in_scope(scope)]
-    context = VllmCheckContext(
+    context = VllmRuleContext(
         index=index, contract=contract, models=checked, vllm=vllm_contract, all_models=discovery.models
     )
     if discovery.registry is None:

@@ -6,7 +6,7 @@ where nothing fails but something that matters is undecided, ``unknown``; else `
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from eagle3lint.outcomes import (
     CRASH,
@@ -20,8 +20,18 @@ from eagle3lint.outcomes import (
     WORKS,
 )
 
-if TYPE_CHECKING:
-    from eagle3lint.verify.configs import PreflightItem
+
+class PreflightItem(Protocol):
+    """What the fold reads of a pre-flight item (``eagle3lint.verify.configs.PreflightItem``,
+    which imports this module: the protocol keeps the two apart)."""
+
+    check: str
+    message: str
+    stage: float | None
+    decides: str
+
+    @property
+    def outcome(self) -> str | None: ...
 
 # Building the models and loading their weights: after the argument checks, before the
 # runner looks at the loaded model.
