@@ -237,7 +237,7 @@ def test_a_model_file_outside_any_engine_is_the_same_usage_error_in_every_format
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = run_cli("check", "--format", fmt, "some_model.py", cwd=tmp_path, env=env)
     assert (done.returncode, done.stdout) == (2, "")
-    assert "eagle3lint: error: some_model.py: not inside a sglang or vllm source tree" in done.stderr
+    assert "eagle3lint: error: some_model.py: not inside a sglang, vllm or lmdeploy source tree" in done.stderr
     if fmt in ("concise", "github"):  # the hook's formats: named among files that are not code
         mixed = run_cli("check", "--format", fmt, "notes.md", "some_model.py", cwd=tmp_path, env=env)
         assert mixed.returncode == 2 and "some_model.py: not inside" in mixed.stderr
@@ -270,4 +270,4 @@ def test_files_that_are_clearly_not_model_files_stay_quiet(tmp_path: Path) -> No
     assert run_cli("fix", "tests/helper.py", cwd=tmp_path, env=env).returncode == 0
     (tmp_path / "some_model.py").write_text(SOME_MODEL)
     refused = run_cli("fix", "some_model.py", cwd=tmp_path, env=env)
-    assert refused.returncode == 2 and "some_model.py: not inside a sglang or vllm source tree" in refused.stderr
+    assert refused.returncode == 2 and "some_model.py: not inside a sglang, vllm or lmdeploy source tree" in refused.stderr
