@@ -80,6 +80,24 @@ def model_fix(findings: list[Finding]) -> str | None:
     return min((fix.applicability for fix in present), key=_WEAKEST.index)
 
 
+def narrow(result: CheckResult, names: tuple[str, ...]) -> list[str]:
+    """Keep the models whose class or architecture ``names`` name (case aside; ``*`` and ``?``
+    as in a shell), for every format and count; returns the names that matched nothing."""
+    import fnmatch
+
+    if not names:
+        return []
+    reported = result.reported_models()
+
+    def named(model: ModelClass, pattern: str) -> bool:
+        return any(fnmatch.fnmatchcase(n.lower(), pattern.lower()) for n in (model.ref.qualname, *model.architectures))
+
+    unmatched = [p for p in names if not any(named(m, p) for m in reported)]
+    dropped = {id(m) for m in reported if not any(named(m, p) for p in names)}
+    result.models = [m for m in result.models if id(m) not in dropped]
+    return unmatched
+
+
 def rows(result: CheckResult) -> list[Row]:
     """The checked models (those with a verdict), most urgent status first."""
     by_model: dict[tuple[str, str | None], list[Finding]] = {}
