@@ -106,7 +106,8 @@ class History:
     failure: str | None = None  # what ended the history early
     errors: list[tuple[str, FileError]] = field(default_factory=list)  # (release, file error)
     options: dict[str, Any] | None = None  # the launch options assumed (as the JSON has them)
-    refusals: dict[str, list[str]] = field(default_factory=dict)  # release -> options refused for every model
+    # release -> the launch options (as a user gives them) under which it refuses every model
+    refusals: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def not_reached(self) -> list[str]:
@@ -205,7 +206,7 @@ def run_history(
         history.errors.extend((release, e) for e in result.errors)
         if history.options is None and result.options is not None:
             history.options = result.options.to_json()
-        history.refusals[release] = sorted({r.option for r in result.contract.launch_refusals})
+        history.refusals[release] = sorted({_described(found, r.option) for r in result.contract.launch_refusals})
         for row in rows(result):
             m = row.model
             history.add(release, m.ref.qualname, m.variant, list(m.architectures), Cell(m.status, m.outcome or None, tuple(row.codes)))
@@ -214,6 +215,12 @@ def run_history(
         gc.collect()
     _order(history)
     return history
+
+
+def _described(engine: Any, option: str) -> str:
+    """A launch option as a user gives it (``--pp-size > 1``)."""
+    spec = engine.pack.options.get(option)
+    return str(spec.describe(spec.on_value())) if spec is not None else option
 
 
 _URGENT = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")

@@ -173,7 +173,7 @@ def footer(history: History, models: list[ModelHistory]) -> list[str]:
         for option in history.refusals.get(release, []):
             refusing.setdefault(option, []).append(release)
     for option, releases in sorted(refusing.items()):
-        lines.append(f"with the {option} option, EAGLE-3 is refused for every model in {_span(releases, history.releases)}")
+        lines.append(f"with {line_text(option)}, EAGLE-3 is refused for every model in {_span(releases, history.releases)}")
     changed = sum(1 for m in models if m.changes(history.releases))
     hidden = len(history.models) - len(models)
     left = f"; {hidden} that are not targets in any release left out (--format json lists them)" if hidden else ""
