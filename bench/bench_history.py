@@ -5,8 +5,9 @@
 2. A 10-release SGLang history, whole processes: cold (an empty release cache and analysis
    cache: the downloads included), cold with the releases already downloaded, and warm.
 3. A release analysed right after its predecessor (the analysis cache holding the predecessor's
-   summaries) against a cold analysis, for each adjacent pair of the history (goal: at most
-   0.5x). Interleaved, medians of ``--runs``: the machine's drift hits both sides alike. Wall
+   summaries) against a cold analysis (goal: at most 0.5x): inside one history run, each
+   release's analysis with the shared summaries against the same analysis without the cache;
+   and as separate ``check`` processes, for each adjacent pair. Interleaved, medians of ``--runs``: the machine's drift hits both sides alike. Wall
    and CPU time (the process and its workers) are both shown: CPU time is the steadier one where
    others share the machine.
 
@@ -86,6 +87,46 @@ def bench_history(query: str, work: Path) -> dict[str, object]:
     return {k: {"wall": round(w, 2), "cpu": round(c, 2)} for k, (w, c) in out.items()}
 
 
+INNER = """
+import json, os, resource, sys, time
+from eagle3lint.config import Settings
+from eagle3lint.history import run_history
+from eagle3lint.release_query import parse_query
+
+def used():
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime, time.perf_counter()
+
+marks = []
+def progress(text):
+    marks.append((text, *used()))
+
+history = run_history([parse_query(sys.argv[1])], Settings(), use_cache=sys.argv[2] == "cache", progress=progress)
+out = []
+for (name, cpu, wall), (_, cpu2, wall2) in zip(marks[::2], marks[1::2]):
+    out.append({"release": name.split(" (")[0], "cpu": round(cpu2 - cpu, 2), "wall": round(wall2 - wall, 2)})
+print(json.dumps(out))
+"""
+
+
+def bench_in_history(query: str, work: Path) -> dict[str, object]:
+    """Each release's analysis inside one history process, with the shared summaries and
+    without any cache: the ratio is what the summaries shared across releases save."""
+    runs = {}
+    for mode in ("cache", "no-cache"):
+        cwd = work / f"inner-{mode}"
+        cwd.mkdir()
+        done = subprocess.run([sys.executable, "-c", INNER, query, mode], cwd=cwd, env=_env(), capture_output=True, text=True)
+        if done.returncode != 0:
+            raise SystemExit(done.stderr[-2000:])
+        runs[mode] = json.loads(done.stdout.strip().splitlines()[-1])
+    each = []
+    for shared, alone in zip(runs["cache"], runs["no-cache"], strict=True):
+        each.append({"release": shared["release"], "cpu_shared": shared["cpu"], "cpu_alone": alone["cpu"], "ratio": round(shared["cpu"] / alone["cpu"], 2)})
+    later = [e["ratio"] for e in each[1:]]
+    return {"each": each, "median_ratio_after_the_first": statistics.median(later) if later else None}
+
+
 def bench_pair(engine: str, before: str, after: str, runs: int, work: Path) -> dict[str, object]:
     """``check`` of ``after`` with an empty analysis cache, and with one that holds ``before``'s."""
     cold, warm = [], []
@@ -110,7 +151,7 @@ def main() -> None:
     parser.add_argument("--vllm", default="vllm==0.33.0")
     parser.add_argument("--range", default="sglang>=0.5.15,<=0.5.23")
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--skip", nargs="*", default=[], choices=["bytes", "history", "pairs"])
+    parser.add_argument("--skip", nargs="*", default=[], choices=["bytes", "history", "inner", "pairs"])
     opts = parser.parse_args()
     report: dict[str, object] = {}
     if "bytes" not in opts.skip:
@@ -123,6 +164,11 @@ def main() -> None:
         if "history" not in opts.skip:
             report["history"] = {"releases": len(releases), **bench_history(opts.range, work)}
             print(json.dumps(report["history"]), flush=True)
+        if "inner" not in opts.skip:
+            for release in releases:
+                fetch_release(f"{query.name}=={release}")
+            report["in_history"] = bench_in_history(opts.range, work)
+            print(json.dumps(report["in_history"]), flush=True)
         if "pairs" not in opts.skip:
             for release in releases:
                 fetch_release(f"{query.name}=={release}")  # downloads stay out of the timings

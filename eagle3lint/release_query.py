@@ -45,12 +45,12 @@ def parse_query(text: str) -> ReleaseQuery:
     shown = line_text(repr(text))
     match = _NAME.match(text)
     if match is None:
-        raise UsageError(f"--release {shown}: expected an engine and a release or range ({EXAMPLES})")
+        raise UsageError(f"--release {shown}: expected NAME==VERSION, a list or a range ({EXAMPLES})")
     name, rest = match["name"].lower(), match["rest"]
+    if not rest:
+        raise UsageError(f"--release {shown}: expected NAME==VERSION, a list or a range ({EXAMPLES})")
     if name not in ENGINE_NAMES:
         raise UsageError(f"--release {shown}: unknown engine {line_text(repr(name))}; expected {' or '.join(ENGINE_NAMES)}")
-    if not rest:
-        raise UsageError(f"--release {shown}: which release? ({EXAMPLES})")
     listed = _listed_versions(rest)
     if listed is not None:
         return ReleaseQuery(name, text, tuple(listed))

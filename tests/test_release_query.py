@@ -50,11 +50,12 @@ def test_several_queries_add_up_and_a_single_release_is_told_apart() -> None:
 @pytest.mark.parametrize(
     ("text", "problem"),
     [
-        ("sglang", "which release?"),
+        ("sglang", "expected NAME==VERSION, a list or a range"),
+        ("sglang-0.5.9", "expected NAME==VERSION, a list or a range"),
         ("tensorrt==1.0", "unknown engine 'tensorrt'"),
         ("sglang>>0.5", "not a release, a list or a PEP 440 range"),
         ("sglang==0.5.8,banana", "not a release, a list or a PEP 440 range"),
-        ("", "expected an engine"),
+        ("", "expected NAME==VERSION"),
     ],
 )
 def test_bad_queries_are_usage_errors(text: str, problem: str) -> None:
