@@ -5,6 +5,10 @@ namespace folder; the old one would stay forever. A run marks its own namespace 
 modification time) and removes the others that were not used for ``STALE_AFTER_S``, and the
 least recently used beyond ``MAX_NAMESPACES``.
 
+The summaries every engine tree shares live in one namespace per eagle3lint build; it is marked
+used by every run, and ``prune_entries`` keeps its ``MAX_SHARED_ENTRIES`` most recently used
+entries (a hit marks an entry used at most once a day), listing it only when a run added some.
+
 Only the top level is listed on every run. A folder is removed only when it is certainly one
 eagle3lint wrote: the cache folder carries eagle3lint's ``CACHEDIR.TAG``, the folder's name is
 a namespace digest, and everything in it is an entry file (or a temporary file of an
