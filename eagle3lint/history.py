@@ -223,11 +223,10 @@ def _described(engine: Any, option: str) -> str:
     return str(spec.describe(spec.on_value())) if spec is not None else option
 
 
-_URGENT = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")
-
-
 def _order(history: History) -> None:
-    """Most urgent first, as in the last release each row is in: then by name."""
+    """Most urgent first, as in the last release each row is in (the order ``models`` lists
+    one release in): then by name."""
+    from eagle3lint.report.matrix import BROKEN_FIRST as _URGENT
 
     def key(model: ModelHistory) -> tuple[int, str, str]:
         last = next((model.cells[r] for r in reversed(history.releases) if r in model.cells), None)

@@ -337,9 +337,12 @@ def _read_ranges(http: _Http, wanted: Callable[[str], bool], dest: Path, spool: 
     response = http.open(suffix=TAIL_BYTES)
     status = _status(response)
     got = _content_range(response) if status == 206 else None
-    if status != 206 or got is None or got[2] is None:
+    if status != 206:
         # A server that ignores Range sends the whole file now: it is read, not asked again.
         return _read_whole(http, response, wanted, dest, spool, label, sha256)
+    if got is None or got[2] is None:
+        response.close()  # a range without the file's size to place it in: the whole file
+        return _read_whole(http, http.open(), wanted, dest, spool, label, sha256)
     http.transfer.size = got[2]
     http.validator = _validator(response)
     tail: list[bytes] = []

@@ -231,8 +231,10 @@ def write_markdown(history: History, out: TextIO) -> None:
             _cell(f"{broken[0]} ({', '.join(broken[1])})" if broken and broken[1] else broken[0] if broken else ""),
         ]
         out.write("| " + " | ".join(cells) + " |\n")
-    notes = [line for line in footer(history, models)[1:]]
-    out.write("\n" + "\n\n".join(_cell(n[0].upper() + n[1:]) + "." for n in notes) + "\n")
+    # The legend is the table's own words here; the rest as the table's footer says it (a line
+    # that starts with the engine's name keeps its case).
+    notes = [n if n.startswith(engine) else n[0].upper() + n[1:] for n in footer(history, models)[1:]]
+    out.write("\n" + "\n\n".join(_cell(n) + "." for n in notes) + "\n")
 
 
 def _cell_json(cell: Cell | None) -> dict[str, Any] | None:

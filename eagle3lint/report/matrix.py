@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 2
 _WEAKEST = ("display-only", "unsafe", "safe")  # a model's fix is as safe as its least safe part
-_BROKEN_FIRST = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")
+BROKEN_FIRST = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")
 
 
 @dataclass
@@ -110,7 +110,7 @@ def rows(result: CheckResult) -> list[Row]:
         own = by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), [])
         codes = model.codes or sorted({f.code for f in own})
         out.append(Row(model, display_path(model.path, fallback_root=root), codes, model_fix(own)))
-    order = {status: n for n, status in enumerate(_BROKEN_FIRST)}
+    order = {status: n for n, status in enumerate(BROKEN_FIRST)}
     out.sort(key=lambda r: (order.get(r.model.status, len(order)), r.model.ref.qualname.lower(), r.model.variant or ""))
     return out
 
