@@ -1,25 +1,30 @@
 """``.eagle3lint_cache/``: per-file summaries keyed by content, and the engine contract.
 
-* A module summary is stored under a key made of the tool version, the rule-pack digest, the
-  settings digest and the file's path; the entry records the SHA-256 of the file's content and
-  is used only when the content still matches. Cross-file facts (inheritance, delegation) are
-  never cached: they are linked afresh from the summaries on every run, so editing a base class
-  in another file is seen at once.
-* The contract (the scan of every engine file outside the models folders) is stored with a
-  fingerprint of those files' paths, sizes, inodes and modification and change times:
-  re-reading thousands of runner files to hash them would cost more than the warm run may take.
+* A module summary is stored under the SHA-256 of the file's content and what else shapes it
+  (the method names its walk follows, the capture facts it collects, and, for a file with a
+  relative import, its module name), in a namespace every tree and every setting shares: a
+  file unchanged between two releases, or between an upstream release and a fork, is
+  summarised once. Where it lies is not part of the key: a summary is given the path and module
+  of the file asking for it. Cross-file facts (inheritance, delegation) are never cached: they
+  are linked afresh from the summaries on every run, so editing a base class in another file is
+  seen at once.
+* The contract (the scan of every engine file outside the models folders) and whole-run results
+  are stored per engine tree and settings, the contract with a fingerprint of those files'
+  paths, sizes, inodes and modification and change times: re-reading thousands of runner files
+  to hash them would cost more than the warm run may take.
 
 Entries are pickles read by a *restricted* unpickler that resolves only eagle3lint's own summary
 dataclasses and a few builtins (the approach the ``pickle`` documentation gives for untrusted
 data): a cache folder committed by mistake, or planted in a repository, cannot make ``check``
-import or call anything else. A corrupt or foreign entry is ignored and rewritten. The namespace
-folder's name holds a per-user secret, so such a cache is never even found, unless the secret
-itself could have come with the repository: ``open_cache`` runs without the cache when the user
-cache folder lies in a tree the run checks. Only regular files are read from the cache folder,
-and nothing is written through a link there.
+import or call anything else. A corrupt or foreign entry is ignored and rewritten. Every
+namespace folder's name holds a per-user secret (the shared one too), so such a cache is never
+even found, unless the secret itself could have come with the repository: ``open_cache`` runs
+without the cache when the user cache folder lies in a tree the run checks. Only regular files
+are read from the cache folder, and nothing is written through a link there.
 
 Each build of eagle3lint and each results-shaping setting has its own namespace folder; those no
-run used for a week, and the least recently used beyond eight, are removed (``cache_prune``).
+run used for a week, and the least recently used beyond ``MAX_NAMESPACES``, are removed, and the
+shared summaries keep the most recently used ``MAX_SHARED_ENTRIES`` (``cache_prune``).
 """
 
 from __future__ import annotations
@@ -30,17 +35,21 @@ import dataclasses
 import hashlib
 import importlib
 import io
+import json
 import os
 import pickle
+import re
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from eagle3lint import __version__
-from eagle3lint.cache_prune import open_namespace
+from eagle3lint.cache_prune import open_namespace, prune_entries
+from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.config import CACHE_DIR_NAME, file_kind, read_regular_file
 from eagle3lint.contract import Contract, ContractSite, MemberContract
 from eagle3lint.engine import Engine
@@ -86,6 +95,39 @@ _DATACLASSES: dict[str, type] = {
         FileError,
     )
 }
+
+
+# A relative import makes a summary depend on the module's place (``from .x import y``): such a
+# file's key holds its module name. The test is on bytes and errs on the side of keying.
+# (No ``\b``: a literal start lets the search skip ahead, ten times faster on a models folder.)
+_RELATIVE_IMPORT = re.compile(rb"from[\s\\]+\.")
+_DAY_S = 24 * 3600
+
+
+def _shape_digest(request: ParseRequest) -> str:
+    """The walk and capture a request asks for, in a form that does not depend on the process
+    (sets sorted: their order changes with string hashing)."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, (set, frozenset)):
+            return sorted(plain(v) for v in value)
+        if isinstance(value, (tuple, list)):
+            return [plain(v) for v in value]
+        return value
+
+    capture = request.capture
+    fields = {f.name: plain(getattr(capture, f.name)) for f in dataclasses.fields(capture)} if capture is not None else None
+    text = json.dumps([plain(request.walk_names), fields], sort_keys=True, default=str)
+    return hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()[:32]
+
+
+def _touch_daily(path: Path) -> None:
+    """Mark a shared entry used (what the shared namespace's LRU goes by), at most once a day:
+    a warm run reads hundreds of them."""
+    with contextlib.suppress(OSError):
+        st = os.stat(path, follow_symlinks=False)
+        if time.time() - st.st_mtime > _DAY_S and stat.S_ISREG(st.st_mode):
+            os.utime(path, follow_symlinks=False)
 
 
 class CorruptEntry(Exception):
@@ -267,74 +309,99 @@ class Cache:
     def __init__(self, folder: Path, engine: Engine, settings_digest: str) -> None:
         self.folder = folder
         self.engine = engine
-        key = f"{__version__}|{_code_digest()}|{_user_secret()}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
+        build = f"{__version__}|{_code_digest()}|{_user_secret()}"
+        key = f"{build}|{engine.pack.digest}|{settings_digest}|{engine.root.resolve()}"
         self.namespace = hashlib.sha256(key.encode("utf-8", "surrogateescape")).hexdigest()[:20]
-        # Opening the cache marks this namespace used and removes those no run has used lately.
-        self.pruned = open_namespace(folder, self.namespace)
+        # Summaries depend on a file's content and the request's shape, both in their key:
+        # one namespace per build serves every tree and setting.
+        self.shared = hashlib.sha256(f"{build}|summaries".encode("utf-8", "surrogateescape")).hexdigest()[:20]
+        # Opening the cache marks these namespaces used and removes those no run has used lately.
+        self.pruned = open_namespace(folder, (self.namespace, self.shared))
         self.hits = 0
         self.misses = 0
-        self._ready = False
+        self._ready: set[str] = set()
         # path -> sha256 of every file served through provider(): the inputs of a run.
         self.served: dict[str, str] = {}
+        self._shapes: dict[tuple[frozenset[str], CaptureSpec | None], str] = {}
 
     # ---- layout ----------------------------------------------------------------------
-    def _prepare(self) -> bool:
-        if self._ready:
+    def _prepare(self, namespace: str) -> bool:
+        if namespace in self._ready:
             return True
         try:
-            (self.folder / self.namespace).mkdir(parents=True, exist_ok=True)
-            if not _is_real_folder(self.folder / self.namespace):
+            (self.folder / namespace).mkdir(parents=True, exist_ok=True)
+            if not _is_real_folder(self.folder / namespace):
                 return False  # a link in its place: nothing is written through it
             _create_new(self.folder / ".gitignore", "# Created by eagle3lint automatically.\n*\n")
             _create_new(self.folder / "CACHEDIR.TAG", _CACHEDIR_TAG)
         except OSError:
             return False  # a read-only checkout still gets checked, only slower
-        self._ready = True
+        self._ready.add(namespace)
         return True
 
-    def _entry_path(self, name: str) -> Path:
+    def _entry_path(self, name: str, namespace: str | None = None) -> Path:
         digest = hashlib.sha256(name.encode("utf-8", "surrogateescape")).hexdigest()[:32]
-        return self.folder / self.namespace / f"{digest}.pickle"
+        return self.folder / (namespace or self.namespace) / f"{digest}.pickle"
 
-    def _load(self, name: str) -> dict[str, Any] | None:
-        if not _is_real_folder(self.folder / self.namespace):
+    def _load(self, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+        namespace = namespace or self.namespace
+        if not _is_real_folder(self.folder / namespace):
             return None
         try:
             # Only a regular file is an entry: a link, a pipe or a device in its place is not read.
-            data = _loads(read_regular_file(self._entry_path(name), MAX_ENTRY_BYTES, follow_symlinks=False))
+            data = _loads(read_regular_file(self._entry_path(name, namespace), MAX_ENTRY_BYTES, follow_symlinks=False))
         except (OSError, CorruptEntry):
             return None
         if not isinstance(data, dict) or data.get("name") != name:
             return None
         return data
 
-    def _store(self, name: str, data: dict[str, Any]) -> None:
-        if not self._prepare():
+    def _store(self, name: str, data: dict[str, Any], namespace: str | None = None) -> None:
+        namespace = namespace or self.namespace
+        if not self._prepare(namespace):
             return
         with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-            _atomic_write(self._entry_path(name), _dumps({"name": name, **data}))
+            _atomic_write(self._entry_path(name, namespace), _dumps({"name": name, **data}))
 
     # ---- summaries -------------------------------------------------------------------
+    def summary_key(self, request: ParseRequest, digest: str, data: bytes) -> str:
+        """What a summary is made from: the content, the walk and capture the run asks for,
+        and the module's place only where a relative import could depend on it."""
+        shape = self._shapes.get((request.walk_names, request.capture))
+        if shape is None:
+            shape = _shape_digest(request)
+            self._shapes[(request.walk_names, request.capture)] = shape
+        place = f"|{request.module}|{int(request.is_package)}" if _RELATIVE_IMPORT.search(data) else ""
+        return f"summary:{digest}|{shape}{place}"
+
+    def _load_summary(self, request: ParseRequest, key: str) -> ModuleSummary | None:
+        entry = self._load(key, self.shared)
+        summary = entry.get("summary") if entry is not None else None
+        if not isinstance(summary, ModuleSummary):
+            return None
+        # The stored summary is this file's whatever tree it was made in: it is given this
+        # file's place (the entry was decoded afresh, nobody else holds it).
+        summary.path, summary.module, summary.is_package = request.path, request.module, request.is_package
+        _touch_daily(self._entry_path(key, self.shared))
+        return summary
+
     def provider(self, fallback: Provider) -> Provider:
         """Wrap a summary provider: cached entries first, the rest parsed (in parallel)."""
 
         def provide(requests: list[ParseRequest]) -> list[ModuleSummary | FileError]:
             results: list[ModuleSummary | FileError | None] = [None] * len(requests)
             missing: list[int] = []
-            digests: dict[int, str] = {}
+            keys: dict[int, str] = {}
             for i, request in enumerate(requests):
                 data = read_source(request.path)
                 if isinstance(data, FileError):
                     results[i] = data
                     continue
                 digest = hashlib.sha256(data).hexdigest()
-                digests[i] = digest
                 self.served[request.path] = digest
-                entry = self._load(f"summary:{request.path}")
-                summary = None
-                if entry is not None and entry.get("sha256") == digest:
-                    summary = entry.get("summary")
-                if isinstance(summary, ModuleSummary) and summary.module == request.module:
+                keys[i] = self.summary_key(request, digest, data)
+                summary = self._load_summary(request, keys[i])
+                if summary is not None:
                     results[i] = summary
                     self.hits += 1
                 else:
@@ -342,10 +409,14 @@ class Cache:
             if missing:
                 self.misses += len(missing)
                 parsed = fallback([requests[i] for i in missing])
+                stored = 0
                 for i, result in zip(missing, parsed, strict=False):
                     results[i] = result
                     if isinstance(result, ModuleSummary):
-                        self._store(f"summary:{requests[i].path}", {"sha256": digests[i], "summary": result})
+                        self._store(keys[i], {"summary": result}, self.shared)
+                        stored += 1
+                if stored:
+                    prune_entries(self.folder / self.shared)
             return [r if r is not None else parse_module(requests[i]) for i, r in enumerate(results)]
 
         return provide

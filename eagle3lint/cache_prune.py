@@ -5,6 +5,10 @@ namespace folder; the old one would stay forever. A run marks its own namespace 
 modification time) and removes the others that were not used for ``STALE_AFTER_S``, and the
 least recently used beyond ``MAX_NAMESPACES``.
 
+The summaries every engine tree shares live in one namespace per eagle3lint build; it is marked
+used by every run, and ``prune_entries`` keeps its ``MAX_SHARED_ENTRIES`` most recently used
+entries (a hit marks an entry used at most once a day), listing it only when a run added some.
+
 Only the top level is listed on every run. A folder is removed only when it is certainly one
 eagle3lint wrote: the cache folder carries eagle3lint's ``CACHEDIR.TAG``, the folder's name is
 a namespace digest, and everything in it is an entry file (or a temporary file of an
@@ -23,29 +27,35 @@ from pathlib import Path
 
 STALE_AFTER_S = 7 * 24 * 3600
 MAX_NAMESPACES = 32  # the run's own included: one per engine tree and settings a project checks
+# The summaries every tree shares (``cache.Cache``): the least recently used beyond this many
+# entries go when a run adds some (a summary is a few kilobytes; a release adds hundreds).
+MAX_SHARED_ENTRIES = 20_000
 
 NAMESPACE_NAME = re.compile(r"[0-9a-f]{20}")
 _ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.pickle|\.tmp-[A-Za-z0-9_]+")
 _TAG_MARK = b"cache directory tag created by eagle3lint"
 
 
-def open_namespace(folder: Path, namespace: str, now: float | None = None) -> list[str]:
-    """Mark ``namespace`` used and prune its siblings; returns the names removed."""
-    with contextlib.suppress(OSError, NotImplementedError):
-        os.utime(folder / namespace, follow_symlinks=False)
+def open_namespace(folder: Path, namespace: str | tuple[str, ...], now: float | None = None) -> list[str]:
+    """Mark ``namespace`` (one or several) used and prune its siblings; returns the names removed."""
+    kept = (namespace,) if isinstance(namespace, str) else namespace
+    for name in kept:
+        with contextlib.suppress(OSError, NotImplementedError):
+            os.utime(folder / name, follow_symlinks=False)
     try:
-        return prune_namespaces(folder, namespace, time.time() if now is None else now)
+        return prune_namespaces(folder, kept, time.time() if now is None else now)
     except OSError:
         return []
 
 
-def prune_namespaces(folder: Path, keep: str, now: float) -> list[str]:
+def prune_namespaces(folder: Path, keep: str | tuple[str, ...], now: float) -> list[str]:
+    kept = (keep,) if isinstance(keep, str) else keep
     if not _is_our_cache(folder):
         return []
     others: list[tuple[float, str]] = []
     with os.scandir(folder) as listing:
         for item in listing:
-            if item.name == keep or not NAMESPACE_NAME.fullmatch(item.name):
+            if item.name in kept or not NAMESPACE_NAME.fullmatch(item.name):
                 continue
             with contextlib.suppress(OSError):
                 if item.is_dir(follow_symlinks=False):
@@ -53,8 +63,8 @@ def prune_namespaces(folder: Path, keep: str, now: float) -> list[str]:
     others.sort(reverse=True)  # most recently used first
     removed = []
     for rank, (used, name) in enumerate(others):
-        # The run's own namespace takes one of the places.
-        if now - used > STALE_AFTER_S or rank >= MAX_NAMESPACES - 1:
+        # The run's own namespaces take places too.
+        if now - used > STALE_AFTER_S or rank >= MAX_NAMESPACES - len(kept):
             if _remove_namespace(folder / name):
                 removed.append(name)
     return removed
@@ -74,6 +84,32 @@ def _is_our_cache(folder: Path) -> bool:
         return False
     finally:
         os.close(fd)
+
+
+def prune_entries(namespace: Path, limit: int = MAX_SHARED_ENTRIES) -> int:
+    """Remove the least recently used entries of a namespace beyond ``limit`` (down to nine
+    tenths of it, so that the next runs do not each list the folder again); returns how many."""
+    if not _is_our_cache(namespace.parent):
+        return 0
+    entries: list[tuple[float, str]] = []
+    try:
+        with os.scandir(namespace) as listing:
+            for item in listing:
+                if _ENTRY_NAME.fullmatch(item.name) and not item.name.startswith(".tmp-"):
+                    with contextlib.suppress(OSError):
+                        if item.is_file(follow_symlinks=False):
+                            entries.append((item.stat(follow_symlinks=False).st_mtime, item.path))
+    except OSError:
+        return 0
+    if len(entries) <= limit:
+        return 0
+    entries.sort()
+    removed = 0
+    for _, path in entries[: len(entries) - limit * 9 // 10]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    return removed
 
 
 def _remove_namespace(path: Path) -> bool:

@@ -32,7 +32,7 @@ EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
 
 def engine_options(func: F) -> F:
-    func = click.option("--release", metavar="NAME==VERSION", help="Check a published release (downloaded once into the cache); PATHs are then relative to it.")(func)
+    func = click.option("--release", metavar="NAME==VERSION", help="Check a published release (downloaded once into the cache); PATHs are then relative to it (`models` takes a list or range).")(func)
     func = click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder (overrides discovery).")(func)
     func = click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Which engine (default: discovered from PATH).")(func)
     return func
@@ -346,32 +346,51 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
 
 @cli.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@engine_options
+@click.option(
+    "--release", "releases", multiple=True, metavar="NAME==VERSION|RANGE",
+    help="A published release (downloaded once into the cache; PATHs are then relative to it), or several: "
+    "a list (sglang==0.5.8,0.5.10), a PEP 440 range ('sglang>=0.5.2,<=0.5.23'), or the option repeated: "
+    "one column per release.",
+)
+@click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder (overrides discovery).")
+@click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Which engine (default: discovered from PATH).")
 @config_option
 @click.option("--format", "--output-format", "output_format", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 @exclude_options
+@click.option("--model", "model_names", multiple=True, metavar="NAME", help="Only these classes or architectures (repeatable; * and ? match any text).")
+@click.option("--pre", "prereleases", is_flag=True, help="A range includes pre-releases too.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("-v", "--verbose", is_flag=True, help="Table: the whole reason and every condition on a row of its own, however long.")
 @launch_options
 def models(
     paths: tuple[Path, ...],
-    engine: str | None,
+    releases: tuple[str, ...],
     engine_root: Path | None,
-    release: str | None,
+    engine: str | None,
     config_file: Path | None,
     output_format: str,
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
+    model_names: tuple[str, ...],
+    prereleases: bool,
     no_cache: bool,
     verbose: bool,
     engine_option: tuple[str, ...],
 ) -> None:
-    """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix."""
-    from eagle3lint.report import matrix
-    from eagle3lint.runner import run_check
+    """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix;
+    across releases with a list or range of them."""
+    from eagle3lint.release_query import parse_query
     from eagle3lint.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
+    queries = [parse_query(r) for r in releases]
+    if len(queries) > 1 or (queries and queries[0].single is None):
+        _models_history(queries, paths, engine, engine_root, settings, output_format, model_names, prereleases, no_cache, verbose)
+        return
+    from eagle3lint.report import matrix
+    from eagle3lint.runner import run_check
+
+    release = releases[0] if releases else None
     extra = [p for o in settings.engines.values() for p in o.extra_models]
     found, scope = resolve_engine(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
@@ -380,11 +399,79 @@ def models(
     result = run_check(found, scope, settings=settings, use_cache=not no_cache, with_fixes=True)
     say_errors(result.errors)
     _refuse_empty_scope(result, scope if paths else [])
+    unmatched = matrix.narrow(result, model_names)
+    if unmatched and len(unmatched) == len(model_names):
+        raise UsageError(_unmatched_names(unmatched, result.engine.label))
     if output_format == "table":
         matrix.write_table(result, sys.stdout, verbose=verbose)
     else:
         {"json": matrix.write_json, "markdown": matrix.write_markdown}[output_format](result, sys.stdout)
-    sys.exit(EXIT_ERROR if result.errors else EXIT_CLEAN)
+    if unmatched:
+        click.echo(f"eagle3lint: error: {_unmatched_names(unmatched, result.engine.label)}", err=True)
+    sys.exit(EXIT_ERROR if result.errors or unmatched else EXIT_CLEAN)
+
+
+def _unmatched_names(names: list[str], where: str) -> str:
+    listed = ", ".join(line_text(repr(n)) for n in names)
+    return f"--model {listed}: no model class or architecture of that name in {line_text(where)}"
+
+
+def _models_history(
+    queries: list[Any],
+    paths: tuple[Path, ...],
+    engine: str | None,
+    engine_root: Path | None,
+    settings: Settings,
+    output_format: str,
+    model_names: tuple[str, ...],
+    prereleases: bool,
+    no_cache: bool,
+    verbose: bool,
+) -> None:
+    """``models`` over several releases: one column per release, each row's history."""
+    from eagle3lint.history import run_history
+    from eagle3lint.release_query import one_engine
+    from eagle3lint.report import history as report
+
+    name = one_engine(queries)
+    if paths:
+        raise UsageError("a history analyses whole releases: give no PATH (--model NAME narrows it to some classes)")
+    if engine_root is not None:
+        raise UsageError("--engine-root names one tree: a history reads published releases (--release)")
+    if engine and engine != name:
+        raise UsageError(f"--engine {engine} contradicts --release {queries[0].text}")
+    result = run_history(queries, settings, use_cache=not no_cache, prereleases=prereleases, progress=_history_progress())
+    for release, error in result.errors:
+        click.echo(f"{name} {release}: {line_path(error.path)}: error: {error.message}", err=True)
+    unmatched = result.narrowed(model_names)
+    where = f"{name} {result.releases[0]} to {result.releases[-1]}" if result.releases else name
+    if unmatched and len(unmatched) == len(model_names) and result.releases:
+        raise UsageError(_unmatched_names(unmatched, where))
+    if output_format == "table":
+        report.write_table(result, sys.stdout, verbose=verbose)
+    else:
+        {"json": report.write_json, "markdown": report.write_markdown}[output_format](result, sys.stdout)
+    pinned = {pin for q in queries for pin in q.pins}
+    problems = [f"{name} {s.release}: {s.problem}" for s in result.skipped if s.release in pinned]
+    if result.failure:
+        problems.append(f"stopped after {len(result.releases)} of {len(result.planned)} releases: {result.failure}")
+    if unmatched:
+        problems.append(_unmatched_names(unmatched, where))
+    for problem in problems:
+        click.echo(f"eagle3lint: error: {line_text(problem)}", err=True)
+    sys.exit(EXIT_ERROR if problems or result.errors else EXIT_CLEAN)
+
+
+def _history_progress() -> Callable[[str], None] | None:
+    """Which release is being analysed, on one line of a terminal (nothing elsewhere)."""
+    if not sys.stderr.isatty():
+        return None
+
+    def show(text: str) -> None:
+        sys.stderr.write(f"\r\x1b[Keagle3lint: analysing {line_text(text)} ..." if text else "\r\x1b[K")
+        sys.stderr.flush()
+
+    return show
 
 
 @cli.command()

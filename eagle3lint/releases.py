@@ -1,10 +1,17 @@
 """Fetching a published engine release's source into a user cache (``--release sglang==0.5.9``).
 
-Only the ``.py`` files of the engine package are unpacked, with the wheel's ``METADATA`` beside
-them (its requirements say which transformers the release pins): a vLLM wheel is ~330 MB, its
-Python source ~60 MB. The cache is an LRU of releases bounded by ``EAGLE3LINT_MAX_RELEASES``
-(default 8). Libraries an analysis reads beside an engine (transformers' model-type tables) are
-kept the same way in ``releases/libraries/``, only the files the analysis reads.
+Only the files the analysis reads are fetched: the engine package's ``.py`` files and the wheel's
+``METADATA`` (its requirements say which transformers the release pins). The wheel's URL comes
+from the package index pip is configured for (``pip_index``); its central directory and then
+only those members are read with HTTP range requests (``remote_zip``): of a 438 MB vLLM wheel,
+about 3 MB. A server that ignores ``Range`` sends the whole wheel, which is then read as it is;
+one that wants credentials only pip holds gets ``pip download``. Everything is unpacked into a
+staging folder first and moved into place whole, so a failure (a damaged zip, a lost connection)
+leaves nothing half-unpacked in the cache.
+
+The cache is an LRU of releases bounded by ``EAGLE3LINT_MAX_RELEASES`` (default 16). Libraries an
+analysis reads beside an engine (transformers' model-type tables) are kept the same way in
+``releases/libraries/``, only the files the analysis reads.
 """
 
 from __future__ import annotations
@@ -13,20 +20,21 @@ import contextlib
 import os
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
-import zipfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TextIO
 
-from eagle3lint.engines import ENGINE_NAMES, engines_phrase
+from eagle3lint import pip_index, remote_zip
 from eagle3lint.errors import ReleaseFetchError, UsageError
+from eagle3lint.release_query import parse_release_spec
 
-_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z_-]+)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
+__all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "parse_release_spec", "read_wheel_files"]
+
 _COMPLETE = ".eagle3lint-complete"
-DEFAULT_MAX_RELEASES = 8
+DEFAULT_MAX_RELEASES = 16
 
 
 def cache_root() -> Path:
@@ -38,93 +46,121 @@ def cache_root() -> Path:
     return base / "eagle3lint"
 
 
-def parse_release_spec(spec: str) -> tuple[str, str]:
-    match = _SPEC_RE.match(spec.strip())
-    if not match:
-        raise UsageError(f"--release {spec!r}: expected NAME==VERSION, e.g. sglang==0.5.9")
-    name = match["name"].lower()
-    if name not in ENGINE_NAMES:
-        raise UsageError(f"--release {spec!r}: unknown engine {name!r}; expected {engines_phrase()}")
-    return name, match["version"]
-
-
-def _pip_download(name: str, version: str, dest: Path) -> Path:
-    """The wheel of ``name==version``, downloaded by pip into ``dest``. On a terminal pip shows
-    its own progress bar (a vLLM wheel is hundreds of megabytes: minutes without a sign of life
-    otherwise), drawn on stderr: stdout is the report's. Elsewhere (a CI log, a captured run)
-    pip is quiet and the line ``fetch_release`` announces is all."""
-    terminal = _terminal_stderr()
-    shown = ["--progress-bar", "on"] if terminal is not None else ["--quiet"]
-    base = [sys.executable, "-m", "pip", "download", "--no-deps", "--disable-pip-version-check",
-            *shown, "--dest", str(dest), f"{name}=={version}"]
-    attempts = [
-        [*base, "--only-binary=:all:"],
-        # A wheel built for another platform still carries the same Python source.
-        [*base, "--only-binary=:all:", "--platform", "manylinux_2_34_x86_64", "--platform",
-         "manylinux_2_28_x86_64", "--platform", "manylinux1_x86_64", "--platform", "any",
-         "--python-version", "3.11", "--implementation", "cp"],
-    ]
-    last_error = ""
-    for command in attempts:
-        try:
-            # pip draws its bar and says what it fetches on its stdout; its errors (on stderr)
-            # are kept for the message.
-            done = subprocess.run(
-                command, stdout=terminal if terminal is not None else subprocess.PIPE, stderr=subprocess.PIPE,
-                text=True, timeout=1800,
-            )
-        except subprocess.TimeoutExpired:
-            raise ReleaseFetchError(f"downloading {name}=={version} timed out") from None
-        wheels = sorted(dest.glob("*.whl"))
-        if done.returncode == 0 and wheels:
-            return wheels[0]
-        output = (done.stderr or done.stdout or "").strip().splitlines()
-        last_error = output[-1] if output else f"pip exited with {done.returncode}"
-    if "No matching distribution" in last_error or "Could not find a version" in last_error:
-        raise ReleaseFetchError(f"{name}=={version}: no such release on the package index ({last_error})")
-    raise ReleaseFetchError(f"could not download {name}=={version}: {last_error}")
-
-
-def _terminal_stderr() -> int | None:
-    """The descriptor of stderr when it is a terminal (flushed, so that pip's output follows
-    what was said before it), else None."""
-    try:
-        if not sys.stderr.isatty():
-            return None
-        sys.stderr.flush()
-        return sys.stderr.fileno()
-    except (AttributeError, ValueError, OSError):  # closed, replaced by an object with no descriptor
-        return None
-
-
 _WHEEL_METADATA = re.compile(r"^[^/]+\.dist-info/METADATA$")
 
 
-def _unpack_python_sources(wheel: Path, package: str, dest: Path, wanted: Callable[[str], bool] | None = None) -> int:
+def _python_sources(package: str, wanted: Callable[[str], bool] | None = None) -> Callable[[str], bool]:
     """The package's ``.py`` files (those ``wanted`` accepts, when given) and the wheel's
-    ``METADATA``; returns how many ``.py`` files."""
-    count = 0
+    ``METADATA``."""
     prefix = f"{package}/"
+
+    def choose(name: str) -> bool:
+        if _WHEEL_METADATA.match(name):
+            return True
+        return name.startswith(prefix) and name.endswith(".py") and (wanted is None or wanted(name))
+
+    return choose
+
+
+class _Progress:
+    """Bytes received against bytes planned, on one line of a terminal rewritten in place (a
+    tenth of a second at most between updates); nothing where standard error is no terminal."""
+
+    def __init__(self, label: str, stream: TextIO | None = None) -> None:
+        self.label = label
+        self.stream = stream or sys.stderr
+        self.shown = 0.0
+        self.active = bool(getattr(self.stream, "isatty", lambda: False)())
+
+    def __call__(self, received: int, planned: int | None) -> None:
+        now = time.monotonic()
+        if not self.active or now - self.shown < 0.1:
+            return
+        self.shown = now
+        of = f" of {_mb(planned)}" if planned else ""
+        self._write(f"\r\x1b[K  {self.label}: {_mb(received)}{of}")
+
+    def finish(self, transfer: remote_zip.Transfer | None) -> None:
+        if not self.active:
+            return
+        if transfer is None or transfer.size is None:
+            self._write("\r\x1b[K")
+            return
+        how = "the whole wheel (the server ignores ranges)" if transfer.whole else f"{transfer.requests} requests"
+        self._write(f"\r\x1b[K  {self.label}: {_mb(transfer.received)} of a {_mb(transfer.size)} wheel, {how}\n")
+
+    def _write(self, text: str) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.stream.write(text)
+            self.stream.flush()
+
+
+def _mb(count: int) -> str:
+    return f"{count / 1e6:.1f} MB"
+
+
+def read_wheel_files(
+    name: str,
+    version: str,
+    wanted: Callable[[str], bool],
+    staging: Path,
+    progress: remote_zip.Progress | None = None,
+) -> remote_zip.Transfer:
+    """Unpack the members of ``name==version``'s wheel that ``wanted`` accepts into ``staging``
+    (a new folder): ranges of the wheel the index names, else the whole wheel pip downloads.
+    Raises :class:`ReleaseFetchError` (``pip_index.NoWheel`` for a release with only a source
+    distribution, ``pip_index.NoSuchRelease`` for none) naming what failed."""
+    label = f"{name}=={version}"
+    link = _wheel_link(name, version)
+    staging.mkdir(parents=True, exist_ok=True)
+    spool = staging.parent
     try:
-        with zipfile.ZipFile(wheel) as archive:
-            for info in archive.infolist():
-                if ".." in Path(info.filename).parts:
-                    continue
-                if _WHEEL_METADATA.match(info.filename):
-                    target = dest / info.filename
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with archive.open(info) as src, open(target, "wb") as out:
-                        shutil.copyfileobj(src, out)
-                    continue
-                if info.filename.startswith(prefix) and info.filename.endswith(".py") and (wanted is None or wanted(info.filename)):
-                    target = dest / info.filename
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    with archive.open(info) as src, open(target, "wb") as out:
-                        shutil.copyfileobj(src, out)
-                    count += 1
-    except zipfile.BadZipFile as exc:
-        raise ReleaseFetchError(f"{wheel.name}: not a valid wheel: {exc}") from exc
-    return count
+        if link is not None and link.readable:
+            try:
+                _, transfer = remote_zip.read_members(link.url, wanted, staging, spool, label, progress or _Progress(label), link.sha256)
+                return transfer
+            except remote_zip.AuthNeeded:
+                shutil.rmtree(staging, ignore_errors=True)  # pip, which holds the credentials, downloads it
+                staging.mkdir(parents=True)
+        elif link is None:
+            url = pip_index.report_url(name, version)
+            if url is not None:
+                _, transfer = remote_zip.read_members(url, wanted, staging, spool, label, progress or _Progress(label))
+                return transfer
+        with tempfile.TemporaryDirectory(dir=spool, prefix=".wheel-") as tmp:
+            wheel = pip_index.download(name, version, Path(tmp))
+            _, transfer = remote_zip.read_members(wheel.resolve().as_uri(), wanted, staging, spool, label)
+            transfer.whole = True
+            return transfer
+    except remote_zip.FetchFailed as exc:
+        raise ReleaseFetchError(f"fetching {label} failed: {exc}") from None
+    except remote_zip.CorruptZip as exc:
+        raise ReleaseFetchError(f"{label}: the wheel is damaged: {exc}") from None
+    except OSError as exc:
+        raise ReleaseFetchError(f"{label}: cannot unpack into {staging}: {exc.strerror or exc}") from None
+
+
+def _wheel_link(name: str, version: str) -> pip_index.WheelLink | None:
+    """The wheel of the release as the index lists it; None where pip's listing names no
+    wheel files at all (a pip that logs differently: its resolver is asked instead). A release
+    published as a source distribution only, or not at all, is an error saying which."""
+    try:
+        found = pip_index.cached_listing(name) or pip_index.listing(name)
+    except pip_index.IndexUnsupported:
+        return None
+    link = found.wheel_for(version, allow_yanked=True)  # named exactly: a yanked one too (PEP 592)
+    if link is not None:
+        return link
+    key = pip_index.normal(version)
+    if key in found.sources:
+        raise pip_index.NoWheel(
+            f"{name} {version} is published only as a source distribution, no wheel: eagle3lint reads "
+            "wheels (building one from the source would run the package's own setup code)"
+        )
+    if not found.wheels:
+        return None
+    latest = f"; the latest is {found.versions[0]}" if found.versions else ""
+    raise pip_index.NoSuchRelease(f"{name}=={version}: no such release on the package index{latest}")
 
 
 def _max_entries() -> int:
@@ -163,10 +199,23 @@ def _download_lock(releases: Path, folder: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def fetch_release(spec: str, announce: Callable[[str], None] = _announce) -> Path:
+def cached_release(name: str, version: str) -> Path | None:
+    """The package folder of a release already in the cache (marked used), else None."""
+    target = cache_root() / "releases" / f"{name}-{pip_index.normal(version)}"
+    marker = target / _COMPLETE
+    if not marker.exists():
+        return None
+    with contextlib.suppress(OSError):
+        os.utime(marker)  # LRU bookkeeping
+    return target / name
+
+
+def fetch_release(spec: str, announce: Callable[[str], None] = _announce, keep: int = 0) -> Path:
     """Return the folder holding the release's package (``.../sglang-0.5.9/sglang``).
-    ``announce`` gets one line when (and only when) the release is downloaded."""
+    ``announce`` gets one line when (and only when) the release is downloaded. ``keep``: the
+    cache keeps at least this many releases (a history needs each of its own until it is done)."""
     name, version = parse_release_spec(spec)
+    version = pip_index.normal(version)
     releases = cache_root() / "releases"
     target = releases / f"{name}-{version}"
     marker = target / _COMPLETE
@@ -179,17 +228,20 @@ def fetch_release(spec: str, announce: Callable[[str], None] = _announce) -> Pat
             return target / name
         announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
         with tempfile.TemporaryDirectory(dir=releases, prefix=".download-") as tmp:
-            tmp_path = Path(tmp)
-            wheel = _pip_download(name, version, tmp_path / "wheel")
-            staging = tmp_path / "src"
-            count = _unpack_python_sources(wheel, name, staging)
-            if count == 0:
-                raise ReleaseFetchError(f"{wheel.name}: holds no {name}/*.py files")
+            staging = Path(tmp) / "src"
+            progress = _Progress(f"{name}=={version}")
+            transfer = None
+            try:
+                transfer = read_wheel_files(name, version, _python_sources(name), staging, progress)
+            finally:
+                progress.finish(transfer)
+            if not any(staging.glob(f"{name}/**/*.py")):
+                raise ReleaseFetchError(f"the wheel of {name}=={version} holds no {name}/*.py files")
             (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
             if target.exists():  # an incomplete copy a killed run left: nobody else uses it
                 shutil.rmtree(target)
             os.replace(staging, target)
-    _evict(releases, target, _max_entries())
+    _evict(releases, target, max(_max_entries(), keep))
     return target / name
 
 
@@ -204,9 +256,9 @@ def is_cached_release(root: Path) -> bool:
 
 def cached_release_metadata(root: Path) -> Path | None:
     """The ``METADATA`` of the release whose package folder (in this cache) is ``root``. A
-    release unpacked before the cache kept it gets it now, from the package index's metadata
-    alone (PEP 658: no wheel is downloaded), written beside the package once. None where
-    ``root`` is not a cached release or the index cannot say."""
+    release unpacked before the cache kept it gets it now, that one member read out of the
+    wheel on the index, written beside the package once. None where ``root`` is not a cached
+    release or the index cannot say."""
     releases = cache_root() / "releases"
     folder = root.parent
     if not is_cached_release(root):
@@ -252,37 +304,19 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 def _pip_metadata(name: str, version: str) -> str | None:
-    """The release's core metadata (name, version, requirements) as pip reports it for a dry
-    run, which reads the index's separate metadata file instead of downloading the wheel."""
-    import json
-
+    """The release's ``METADATA``, read out of its wheel on the index (the one member, with
+    range requests); None where it cannot be had."""
     with tempfile.TemporaryDirectory(prefix="eagle3lint-metadata-") as tmp:
-        report = Path(tmp) / "report.json"
-        base = [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", "--ignore-installed",
-                "--disable-pip-version-check", "--quiet", "--only-binary=:all:", "--report", str(report)]
-        attempts = [
-            [*base, f"{name}=={version}"],
-            [*base, "--target", str(Path(tmp) / "target"), "--platform", "manylinux_2_34_x86_64", "--platform",
-             "manylinux_2_31_x86_64", "--platform", "manylinux_2_28_x86_64", "--platform", "manylinux1_x86_64",
-             "--platform", "any", "--python-version", "3.11", "--implementation", "cp", f"{name}=={version}"],
-        ]
-        for command in attempts:
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=300)
-            except subprocess.TimeoutExpired:
-                return None
-            if done.returncode != 0 or not report.is_file():
-                continue
-            try:
-                data = json.loads(report.read_text(encoding="utf-8"))
-                metadata = data["install"][0]["metadata"]
-                requires = [str(r) for r in metadata.get("requires_dist", [])]
-                lines = [f"Metadata-Version: {metadata.get('metadata_version', '2.1')}", f"Name: {metadata['name']}",
-                         f"Version: {metadata['version']}", *(f"Requires-Dist: {r}" for r in requires)]
-            except (ValueError, KeyError, IndexError, TypeError):
-                continue
-            return "\n".join(lines) + "\n"
-    return None
+        staging = Path(tmp) / "src"
+        try:
+            read_wheel_files(name, version, lambda member: bool(_WHEEL_METADATA.match(member)), staging)
+        except (ReleaseFetchError, OSError):
+            return None
+        found = sorted(staging.glob("*.dist-info/METADATA"))
+        try:
+            return found[0].read_text(encoding="utf-8", errors="replace") if found else None
+        except OSError:
+            return None
 
 
 def fetch_library(name: str, version: str, wanted: Callable[[str], bool], announce: Callable[[str], None] = _announce) -> Path:
@@ -303,11 +337,15 @@ def fetch_library(name: str, version: str, wanted: Callable[[str], bool], announ
             return target / name
         announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
         with tempfile.TemporaryDirectory(dir=libraries, prefix=".download-") as tmp:
-            tmp_path = Path(tmp)
-            wheel = _pip_download(name, version, tmp_path / "wheel")
-            staging = tmp_path / "src"
-            if _unpack_python_sources(wheel, name, staging, wanted) == 0:
-                raise ReleaseFetchError(f"{wheel.name}: holds none of the {name}/*.py files needed")
+            staging = Path(tmp) / "src"
+            progress = _Progress(f"{name}=={version}")
+            transfer = None
+            try:
+                transfer = read_wheel_files(name, version, _python_sources(name, wanted), staging, progress)
+            finally:
+                progress.finish(transfer)
+            if not any(staging.glob(f"{name}/**/*.py")):
+                raise ReleaseFetchError(f"the wheel of {name}=={version} holds none of the {name}/*.py files needed")
             (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
             if target.exists():
                 shutil.rmtree(target)
@@ -321,27 +359,9 @@ _PACKAGE_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<versi
 _METADATA_FILES = ("METADATA", "entry_points.txt", "top_level.txt", "RECORD")
 
 
-def _unpack_package(wheel: Path, dest: Path) -> int:
-    count = 0
-    try:
-        with zipfile.ZipFile(wheel) as archive:
-            for info in archive.infolist():
-                parts = Path(info.filename).parts
-                if ".." in parts or not parts or info.filename.startswith("/"):
-                    continue
-                wanted = info.filename.endswith(".py") or (
-                    len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] in _METADATA_FILES
-                )
-                if not wanted:
-                    continue
-                target = dest / info.filename
-                target.parent.mkdir(parents=True, exist_ok=True)
-                with archive.open(info) as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-                count += info.filename.endswith(".py")
-    except zipfile.BadZipFile as exc:
-        raise ReleaseFetchError(f"{wheel.name}: not a valid wheel: {exc}") from exc
-    return count
+def _package_files(name: str) -> bool:
+    parts = name.split("/")
+    return name.endswith(".py") or (len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] in _METADATA_FILES)
 
 
 def fetch_package(spec: str) -> Path:
@@ -359,11 +379,15 @@ def fetch_package(spec: str) -> Path:
     packages.mkdir(parents=True, exist_ok=True)
     print(f"eagle3lint: fetching {name}=={version} into {target} ...", file=sys.stderr)
     with tempfile.TemporaryDirectory(dir=packages, prefix=".download-") as tmp:
-        tmp_path = Path(tmp)
-        wheel = _pip_download(name, version, tmp_path / "wheel")
-        staging = tmp_path / "src"
-        if _unpack_package(wheel, staging) == 0:
-            raise ReleaseFetchError(f"{wheel.name}: holds no .py files")
+        staging = Path(tmp) / "src"
+        progress = _Progress(f"{name}=={version}")
+        transfer = None
+        try:
+            transfer = read_wheel_files(name, version, _package_files, staging, progress)
+        finally:
+            progress.finish(transfer)
+        if not any(staging.glob("**/*.py")):
+            raise ReleaseFetchError(f"the wheel of {name}=={version} holds no .py files")
         (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
         if target.exists():
             shutil.rmtree(target)

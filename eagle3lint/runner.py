@@ -134,8 +134,7 @@ def run_check(
         with WorkerPool(workers if provider is None else 1) as pool:
             pending = None
             if cache is not None and contract is None:
-                fingerprint = cache.contract_fingerprint()
-                contract = cache.load_contract(fingerprint)
+                contract = cache.load_contract(fingerprint)  # the fingerprint taken above
             if contract is None and pool.enabled:
                 # The engine's call sites are scanned in a worker while the models parse.
                 pending = pool.submit(extract_contract, engine, adapter.contract_extension)

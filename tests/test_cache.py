@@ -219,7 +219,8 @@ def test_a_cache_planted_by_someone_else_is_never_read(tree: Path, tmp_path: Pat
     ours = {**os.environ, "PYTHONPATH": str(REPO), "EAGLE3LINT_CACHE_DIR": str(tmp_path / "ours")}
     done = run_cli("check", ".", cwd=tree, env=ours)
     assert done.returncode == 1 and f"{BASIC_ERRORS} errors" in done.stdout
-    assert len([p for p in (tree / ".eagle3lint_cache").iterdir() if p.is_dir()]) == 2  # two namespaces
+    # Two namespaces for each secret: the tree's, and the summaries every tree shares.
+    assert len([p for p in (tree / ".eagle3lint_cache").iterdir() if p.is_dir()]) == 4
 
 
 # ---- a cache the repository supplies -------------------------------------------------------
@@ -234,8 +235,9 @@ def _env(**extra: str) -> dict[str, str]:
 
 
 def _forge(cache: Path, broken: bytes, tail: str) -> int:
-    """As ``round3/harness/forge_cache.py`` does: the stored summary of a fixed file, and every
-    stored result made from it, relabelled with the digest of the broken text."""
+    """As ``round3/harness/forge_cache.py`` does, for summaries keyed by content: the stored
+    summary of a fixed file stored again under the key of the broken text, and every stored
+    result made from it relabelled with that text's digest."""
     import hashlib
 
     from eagle3lint import cache as C
@@ -245,13 +247,15 @@ def _forge(cache: Path, broken: bytes, tail: str) -> int:
     for path in cache.glob("*/*.pickle"):
         data = C._loads(path.read_bytes())
         name = data.get("name", "")
-        if name.startswith("summary:") and name.endswith(tail):
-            data["sha256"] = digest
+        if name.startswith("summary:") and data["summary"].path.endswith(tail):
+            forged = f"summary:{digest}{name[len('summary:') + 64:]}"
+            target = path.parent / f"{hashlib.sha256(forged.encode()).hexdigest()[:32]}.pickle"
+            target.write_bytes(C._dumps({**data, "name": forged}))
         elif name.startswith("result:"):
             data["inputs"] = [(p, digest if p.endswith(tail) else h) for p, h in data["inputs"]]
+            path.write_bytes(C._dumps(data))
         else:
             continue
-        path.write_bytes(C._dumps(data))
         patched += 1
     return patched
 

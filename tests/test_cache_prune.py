@@ -121,14 +121,32 @@ def test_a_run_prunes_and_keeps_its_own(tmp_path: Path) -> None:
     shutil.copytree(FIXTURES / "sglang_basic", tree)
     assert run_cli("check", ".", cwd=tree).returncode == 1
     folder = tree / ".eagle3lint_cache"
-    (own,) = [p for p in folder.iterdir() if p.is_dir()]
+    # The tree's namespace and the summaries every tree shares.
+    own, shared = [p for p in folder.iterdir() if p.is_dir()]
     stale = folder / ("e" * 20)
     stale.mkdir()
     (stale / ("e" * 32 + ".pickle")).write_bytes(b"old")
     old = time.time() - STALE_AFTER_S - DAY
     os.utime(stale, (old, old))
     os.utime(own, (old, old))
+    os.utime(shared, (old, old))
     assert run_cli("check", ".", cwd=tree).returncode == 1
     assert not stale.exists()
-    assert own.is_dir() and own.stat().st_mtime > old + DAY
+    assert all(p.is_dir() and p.stat().st_mtime > old + DAY for p in (own, shared))
     assert sorted(p.name for p in folder.iterdir() if not p.is_dir()) == [".gitignore", "CACHEDIR.TAG"]
+
+
+def test_the_shared_summaries_keep_the_most_recently_used_entries(tmp_path: Path) -> None:
+    folder = _cache(tmp_path)
+    shared = _namespace(folder, 7, 0.0, tuple(f"{n:032x}.pickle" for n in range(30)))
+    for n in range(30):
+        os.utime(shared / f"{n:032x}.pickle", (NOW - 1000 + n, NOW - 1000 + n))
+    (shared / ".tmp-abc").write_bytes(b"a write under way")
+    assert cache_prune.prune_entries(shared, limit=40) == 0
+    # Over the limit: the oldest go, down to nine tenths of it; a write under way is left alone.
+    assert cache_prune.prune_entries(shared, limit=20) == 12
+    left = sorted(p.name for p in shared.iterdir())
+    assert left == [".tmp-abc", *(f"{n:032x}.pickle" for n in range(12, 30))]
+    # Not a cache eagle3lint tagged: nothing is removed.
+    (folder / "CACHEDIR.TAG").unlink()
+    assert cache_prune.prune_entries(shared, limit=1) == 0

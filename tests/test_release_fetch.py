@@ -1,6 +1,6 @@
 """The release cache: a release is downloaded once, said once, and never half-installed, also
 when several callers (a test suite on several cores) ask for it together. The package index is
-replaced by a wheel built here."""
+replaced by a wheel built here (``tests/test_release_history.py`` serves one over HTTP)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,13 @@ import os
 import threading
 import time
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from eagle3lint import releases
+from eagle3lint import pip_index, releases, remote_zip
 
 SPEC = "sglang==9.9.9"
 
@@ -41,15 +42,17 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeIndex:
     monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
     fake = FakeIndex()
 
-    def download(name: str, version: str, dest: Path) -> Path:
+    def download(name: str, version: str, wanted: Callable[[str], bool], staging: Path, progress: object = None) -> remote_zip.Transfer:
         fake.asked.append(f"{name}=={version}")
         fake.go.wait(timeout=120)
         # A download takes a while: the other callers arrive meanwhile (without the lock, each
         # would download too). Nothing depends on how long this is.
         time.sleep(0.2)
-        return _fake_wheel(dest)
+        wheel = _fake_wheel(staging.parent / "wheel")
+        _, transfer = remote_zip.read_members(wheel.as_uri(), wanted, staging, staging.parent, "fake")
+        return transfer
 
-    monkeypatch.setattr(releases, "_pip_download", download)
+    monkeypatch.setattr(releases, "read_wheel_files", download)
     return fake
 
 
@@ -114,7 +117,7 @@ def fake_pip(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
                       f"runpy.run_path({str(tmp_path / 'pip.py')!r}, run_name='__main__')\n")
     script.chmod(0o755)
     (tmp_path / "pip.py").write_text(FAKE_PIP)
-    monkeypatch.setattr(releases.sys, "executable", str(script))
+    monkeypatch.setattr(pip_index, "PIP", [str(script), "-m", "pip"])
     return tmp_path / "pip.args"
 
 
@@ -126,9 +129,9 @@ def test_a_download_on_a_terminal_shows_pips_progress_on_stderr(
 
     master, replica = pty.openpty()
     terminal = io.TextIOWrapper(os.fdopen(replica, "wb", buffering=0), write_through=True)
-    monkeypatch.setattr(releases.sys, "stderr", terminal)
+    monkeypatch.setattr(pip_index.sys, "stderr", terminal)
     try:
-        wheel = releases._pip_download("sglang", "9.9.9", tmp_path / "wheel")
+        wheel = pip_index.download("sglang", "9.9.9", tmp_path / "wheel")
         os.set_blocking(master, False)
         shown = os.read(master, 1 << 16).decode()
     finally:
@@ -142,7 +145,36 @@ def test_a_download_on_a_terminal_shows_pips_progress_on_stderr(
 
 
 def test_a_download_elsewhere_stays_quiet(fake_pip: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    wheel = releases._pip_download("sglang", "9.9.9", tmp_path / "wheel")
+    wheel = pip_index.download("sglang", "9.9.9", tmp_path / "wheel")
     assert wheel.is_file()
     assert "--quiet" in json.loads(fake_pip.read_text())
     assert capfd.readouterr() == ("", "")
+
+
+def test_a_failed_fetch_leaves_nothing_in_the_cache(index: FakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    def half(name: str, version: str, wanted: Callable[[str], bool], staging: Path, progress: object = None) -> remote_zip.Transfer:
+        (staging / "sglang").mkdir(parents=True)
+        (staging / "sglang/__init__.py").write_text("")
+        raise releases.ReleaseFetchError(f"{name}=={version}: the wheel is damaged: 'sglang/x.py' is damaged")
+
+    monkeypatch.setattr(releases, "read_wheel_files", half)
+    with pytest.raises(releases.ReleaseFetchError, match="damaged"):
+        releases.fetch_release(SPEC)
+    cache = releases.cache_root() / "releases"
+    assert [p.name for p in cache.iterdir() if not p.name.endswith(".lock")] == []
+
+
+def test_the_cache_keeps_the_releases_a_history_still_needs(index: FakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    index.go.set()
+    monkeypatch.setenv("EAGLE3LINT_MAX_RELEASES", "2")
+    cache = releases.cache_root() / "releases"
+
+    def kept() -> list[str]:
+        return sorted(p.name for p in cache.iterdir() if (p / releases._COMPLETE).exists())
+
+    for version in ("9.9.1", "9.9.2", "9.9.3"):
+        releases.fetch_release(f"sglang=={version}", keep=3)
+    assert kept() == ["sglang-9.9.1", "sglang-9.9.2", "sglang-9.9.3"]
+    releases.fetch_release("sglang==9.9.4")
+    # Outside a history, the least recently used go down to the bound.
+    assert kept() == ["sglang-9.9.3", "sglang-9.9.4"]

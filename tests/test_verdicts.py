@@ -124,3 +124,17 @@ def test_bad_severity_settings_are_exit_2(project: Path, text: str, message: str
     _settings(project, text)
     done = run_cli("check", ".", cwd=project)
     assert done.returncode == 2 and message in done.stderr, done.stderr
+
+
+def test_models_narrowed_to_some_classes() -> None:
+    code, data = run_json("models", TREE, "--format", "json", "--model", "wrapper*", "--model", "PlainForCausalLM")
+    assert code == 0
+    names = {m["class"] for m in data["models"]}
+    assert names == {n for n in EXPECTED["statuses"] if n.lower().startswith("wrapper")} | {"PlainForCausalLM"}
+    assert data["summary"]["models"] == len(names)
+    # A name that matches nothing is an error; with others that match, the rest is still shown.
+    done = run_cli("models", TREE, "--model", "NoSuchForCausalLM")
+    assert done.returncode == 2 and done.stdout == ""
+    assert "--model 'NoSuchForCausalLM': no model class or architecture of that name in sglang 0.0.1+fixture" in done.stderr
+    done = run_cli("models", TREE, "--model", "NoSuchForCausalLM", "--model", "PlainForCausalLM")
+    assert done.returncode == 2 and "PlainForCausalLM" in done.stdout

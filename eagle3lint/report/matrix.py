@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 
 SCHEMA_VERSION = 2
 _WEAKEST = ("display-only", "unsafe", "safe")  # a model's fix is as safe as its least safe part
-_BROKEN_FIRST = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")
+BROKEN_FIRST = ("broken", "unknown", "incomplete", "supported", "not-implemented", "not-a-target")
 
 
 @dataclass
@@ -80,6 +80,24 @@ def model_fix(findings: list[Finding]) -> str | None:
     return min((fix.applicability for fix in present), key=_WEAKEST.index)
 
 
+def narrow(result: CheckResult, names: tuple[str, ...]) -> list[str]:
+    """Keep the models whose class or architecture ``names`` name (case aside; ``*`` and ``?``
+    as in a shell), for every format and count; returns the names that matched nothing."""
+    import fnmatch
+
+    if not names:
+        return []
+    reported = result.reported_models()
+
+    def named(model: ModelClass, pattern: str) -> bool:
+        return any(fnmatch.fnmatchcase(n.lower(), pattern.lower()) for n in (model.ref.qualname, *model.architectures))
+
+    unmatched = [p for p in names if not any(named(m, p) for m in reported)]
+    dropped = {id(m) for m in reported if not any(named(m, p) for p in names)}
+    result.models = [m for m in result.models if id(m) not in dropped]
+    return unmatched
+
+
 def rows(result: CheckResult) -> list[Row]:
     """The checked models (those with a verdict), most urgent status first."""
     by_model: dict[tuple[str, str | None], list[Finding]] = {}
@@ -92,7 +110,7 @@ def rows(result: CheckResult) -> list[Row]:
         own = by_model.get((f"{model.ref.module}.{model.ref.qualname}", model.variant), [])
         codes = model.codes or sorted({f.code for f in own})
         out.append(Row(model, display_path(model.path, fallback_root=root), codes, model_fix(own)))
-    order = {status: n for n, status in enumerate(_BROKEN_FIRST)}
+    order = {status: n for n, status in enumerate(BROKEN_FIRST)}
     out.sort(key=lambda r: (order.get(r.model.status, len(order)), r.model.ref.qualname.lower(), r.model.variant or ""))
     return out
 
