@@ -4,6 +4,7 @@ placed on the releases that shipped and fixed them, in one history run each."""
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from typing import Any
 
@@ -46,7 +47,11 @@ def test_kimi_k25_is_broken_at_0_5_9_and_supported_from_0_5_10() -> None:
     # The flagship is supported throughout; the table of the same history says so in a line.
     llama = _row(data, "LlamaForCausalLM")
     assert llama["first_supported"] == "0.5.8" and llama["changes"] == [] and llama["last_broken"] is None
-    table = run_cli("models", "--release", "sglang>=0.5.8,<=0.5.10", "--model", "KimiK25ForConditionalGeneration")
+    # A wide terminal: the row in one block, however the test run's environment sizes it.
+    table = run_cli(
+        "models", "--release", "sglang>=0.5.8,<=0.5.10", "--model", "KimiK25ForConditionalGeneration",
+        env={**os.environ, "COLUMNS": "200"},
+    )
     assert table.returncode == 0
     (line,) = [t for t in table.stdout.splitlines() if t.startswith("KimiK25ForConditionalGeneration")]
     assert line.split() == ["KimiK25ForConditionalGeneration", "crash", "ok", "0.5.10", "0.5.9", "E3L004"]
