@@ -11,13 +11,16 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from eagle3lint.engines import ENGINE_NAMES, engines_phrase
 from eagle3lint.errors import UsageError
 from eagle3lint.escape import line_text
+
+if TYPE_CHECKING:
+    from packaging.specifiers import SpecifierSet
 
 _NAME = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?P<rest>.*?)\s*$", re.S)
 EXAMPLES = "e.g. sglang==0.5.9, sglang==0.5.8,0.5.10 or 'sglang>=0.5.2,<=0.5.23'"
@@ -54,6 +57,9 @@ def parse_query(text: str) -> ReleaseQuery:
     listed = _listed_versions(rest)
     if listed is not None:
         return ReleaseQuery(name, text, tuple(listed))
+    # A range: read as pip reads it (loaded only here: one release needs no specifiers).
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
     try:
         specifier = SpecifierSet(rest)
     except InvalidSpecifier as exc:
@@ -70,8 +76,6 @@ def _listed_versions(rest: str) -> list[str] | None:
     if not rest.startswith("==") or rest.startswith("==="):
         return None
     parts = [p.strip() for p in rest[2:].split(",")]
-    if len(parts) < 2:
-        return None
     try:
         return [_normal(p) for p in parts]
     except InvalidVersion:
@@ -80,6 +84,15 @@ def _listed_versions(rest: str) -> list[str] | None:
 
 def _normal(version: str) -> str:
     return str(Version(version))
+
+
+def normal_version(version: str) -> str:
+    """A version as PEP 440 normalises it (``0.5.8.POST1`` is ``0.5.8.post1``); as given when it is
+    not one."""
+    try:
+        return _normal(version)
+    except InvalidVersion:
+        return version
 
 
 def parse_release_spec(spec: str) -> tuple[str, str]:

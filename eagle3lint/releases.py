@@ -25,11 +25,15 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from eagle3lint import pip_index, remote_zip
 from eagle3lint.errors import ReleaseFetchError, UsageError
-from eagle3lint.release_query import parse_release_spec
+from eagle3lint.release_query import normal_version, parse_release_spec
+
+if TYPE_CHECKING:
+    # The network half (pip, HTTP, TLS) loads when something is fetched: a run that finds its
+    # release in the cache never needs it.
+    from eagle3lint import pip_index, remote_zip
 
 __all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "parse_release_spec", "read_wheel_files"]
 
@@ -110,6 +114,8 @@ def read_wheel_files(
     (a new folder): ranges of the wheel the index names, else the whole wheel pip downloads.
     Raises :class:`ReleaseFetchError` (``pip_index.NoWheel`` for a release with only a source
     distribution, ``pip_index.NoSuchRelease`` for none) naming what failed."""
+    from eagle3lint import pip_index, remote_zip
+
     label = f"{name}=={version}"
     link = _wheel_link(name, version)
     staging.mkdir(parents=True, exist_ok=True)
@@ -144,6 +150,8 @@ def _wheel_link(name: str, version: str) -> pip_index.WheelLink | None:
     """The wheel of the release as the index lists it; None where pip's listing names no
     wheel files at all (a pip that logs differently: its resolver is asked instead). A release
     published as a source distribution only, or not at all, is an error saying which."""
+    from eagle3lint import pip_index
+
     try:
         found = pip_index.cached_listing(name) or pip_index.listing(name)
     except pip_index.IndexUnsupported:
@@ -151,7 +159,7 @@ def _wheel_link(name: str, version: str) -> pip_index.WheelLink | None:
     link = found.wheel_for(version, allow_yanked=True)  # named exactly: a yanked one too (PEP 592)
     if link is not None:
         return link
-    key = pip_index.normal(version)
+    key = normal_version(version)
     if key in found.sources:
         raise pip_index.NoWheel(
             f"{name} {version} is published only as a source distribution, no wheel: eagle3lint reads "
@@ -201,7 +209,7 @@ def _download_lock(releases: Path, folder: str) -> Iterator[None]:
 
 def cached_release(name: str, version: str) -> Path | None:
     """The package folder of a release already in the cache (marked used), else None."""
-    target = cache_root() / "releases" / f"{name}-{pip_index.normal(version)}"
+    target = cache_root() / "releases" / f"{name}-{normal_version(version)}"
     marker = target / _COMPLETE
     if not marker.exists():
         return None
@@ -215,7 +223,7 @@ def fetch_release(spec: str, announce: Callable[[str], None] = _announce, keep: 
     ``announce`` gets one line when (and only when) the release is downloaded. ``keep``: the
     cache keeps at least this many releases (a history needs each of its own until it is done)."""
     name, version = parse_release_spec(spec)
-    version = pip_index.normal(version)
+    version = normal_version(version)
     releases = cache_root() / "releases"
     target = releases / f"{name}-{version}"
     marker = target / _COMPLETE
