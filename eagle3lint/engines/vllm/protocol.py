@@ -17,15 +17,18 @@ import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
-from eagle3lint.engines.vllm.model_types import ModelTypeTables
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.findings import FileError
 from eagle3lint.sources import decode_source, read_source, syntax_problem
 from eagle3lint.summary import dotted, is_stub_body
+
+if TYPE_CHECKING:
+    # Loaded where the tables are read, or by the cache's reader when a stored contract holds them.
+    from eagle3lint.engines.vllm.model_types import ModelTypeTables
 
 _STUB = "stub"
 _DEFAULT = "default"

@@ -11,6 +11,8 @@ release's ``envs.py`` (``os.getenv(NAME, "0")``), or, where that default is ``No
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
 import warnings
 
 from eagle3lint.engine import Engine
@@ -18,14 +20,16 @@ from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.sources import decode_source, read_source
 
 
-def _parse(engine: Engine, rel: str) -> ast.Module | None:
+def _text(engine: Engine, rel: str) -> str | None:
     path = engine.root / rel
     data = read_source(str(path)) if path.is_file() else None
     if not isinstance(data, bytes):
         return None
     text = decode_source(str(path), data)
-    if not isinstance(text, str):
-        return None
+    return text if isinstance(text, str) else None
+
+
+def _parse(text: str) -> ast.Module | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -34,18 +38,34 @@ def _parse(engine: Engine, rel: str) -> ast.Module | None:
         return None
 
 
-def _env_default(tree: ast.Module, env: str) -> str | None:
-    """The literal default of ``os.getenv(env, default)`` in ``envs.py``: "0", "1", "None"; None
-    when the file never reads the variable."""
-    for node in ast.walk(tree):
-        if not (isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "getenv"):
+def _function_text(text: str, name: str) -> str | None:
+    """The source of ``def name`` cut out of ``text`` by its lines, dedented (every run asks for
+    the default: parsing the whole of ``config/vllm.py`` each time would cost a warm run a
+    tenth of its time)."""
+    lines = text.splitlines(keepends=True)
+    for i, line in enumerate(lines):
+        match = re.match(r"([ \t]*)def[ \t]+" + re.escape(name) + r"\b", line)
+        if match is None:
             continue
-        args = node.args
-        if args and isinstance(args[0], ast.Constant) and args[0].value == env:
-            if len(args) > 1 and isinstance(args[1], ast.Constant):
-                return str(args[1].value)
-            return "None"
+        indent = len(match.group(1))
+        end = i + 1
+        while end < len(lines) and (not lines[end].strip() or len(lines[end]) - len(lines[end].lstrip()) > indent):
+            end += 1
+        return textwrap.dedent("".join(lines[i:end]))
     return None
+
+
+_GETENV = r"""os\.getenv\(\s*["']{name}["']\s*(?:,\s*(?P<default>[^)]*?)\s*)?\)"""
+
+
+def _env_default_text(text: str, env: str) -> str | None:
+    """The default of ``os.getenv(env, default)`` in ``envs.py``: "0", "1", "None"; None when the
+    file never reads the variable."""
+    match = re.search(_GETENV.format(name=re.escape(env)), text)
+    if match is None:
+        return None
+    default = (match.group("default") or "None").strip()
+    return default.strip("'\"")
 
 
 def _property_ends_true(tree: ast.Module, name: str) -> bool:
@@ -65,13 +85,15 @@ def default_runner(engine: Engine, vpack: VllmPack) -> str:
     oldest, newest = names[0], names[-1]
     if not vpack.runner_env:
         return oldest
-    envs = _parse(engine, "envs.py")
-    default = _env_default(envs, vpack.runner_env) if envs is not None else None
+    envs = _text(engine, "envs.py")
+    default = _env_default_text(envs, vpack.runner_env) if envs is not None else None
     if default is None or default in ("0", "False", "false"):
         return oldest
     if default in ("1", "True", "true"):
         return newest
-    config = _parse(engine, "config/vllm.py")
+    config_text = _text(engine, "config/vllm.py")
+    function = _function_text(config_text, "use_v2_model_runner") if config_text else None
+    config = _parse(function) if function else None
     return newest if config is not None and _property_ends_true(config, "use_v2_model_runner") else oldest
 
 
