@@ -119,6 +119,8 @@ class ProjectIndex:
         # Function bodies re-read on demand (a factory method's ``return X(...)``); adapters
         # hand it the fixer's edited texts.
         self.snippets = SnippetReader()
+        # What each factory method returns, by (file, first line, last line): read once.
+        self._returns: dict[tuple[str, int, int], list[ast.expr] | None] = {}
 
     # ---- loading -----------------------------------------------------------------------
     def request_for(self, path: Path) -> ParseRequest:
@@ -482,23 +484,37 @@ class ProjectIndex:
         module = self.module(owner.module) if owner else None
         if fn is None or owner is None or module is None:
             return [Unknown(f"self.{name}() cannot be followed")]
-        tree = self.snippets.parse(module.path, fn.lineno, fn.end_lineno)
-        if tree is None:
+        returned = self._returned_values(module.path, fn.lineno, fn.end_lineno)
+        if returned is None:
             return [Unknown(f"self.{name}() cannot be read")]
-        # ``llm = Qwen3ForCausalLM(...)``; ``llm.x = ...``; ``return llm``: the local's calls.
-        bound: dict[str, list[ast.expr]] = {}
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
-                bound.setdefault(node.targets[0].id, []).append(node.value)
-        out: list[Resolved] = []
-        for node in ast.walk(tree):
-            if not isinstance(node, ast.Return):
-                continue
-            if isinstance(node.value, ast.Name) and node.value.id in bound:
-                out.extend(self._returned_call(ref, owner, name, value) for value in bound[node.value.id])
-            elif isinstance(node.value, ast.Call):
-                out.append(self._returned_call(ref, owner, name, node.value))
+        out = [self._returned_call(ref, owner, name, value) for value in returned]
         return out or [Unknown(f"self.{name}() returns no constructed object")]
+
+    def _returned_values(self, path: str, start: int, end: int) -> list[ast.expr] | None:
+        """What a method returns: each ``return X(...)``, and for ``return llm`` the values bound
+        to ``llm`` (``llm = Qwen3ForCausalLM(...)``). Read once per method: every class that
+        runs the method asks (None: its text cannot be parsed)."""
+        key = (path, start, end)
+        if key in self._returns:
+            return self._returns[key]
+        tree = self.snippets.parse(path, start, end)
+        values: list[ast.expr] | None = None
+        if tree is not None:
+            bound: dict[str, list[ast.expr]] = {}
+            returns: list[ast.Return] = []
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+                    bound.setdefault(node.targets[0].id, []).append(node.value)
+                elif isinstance(node, ast.Return):
+                    returns.append(node)
+            values = []
+            for node in returns:
+                if isinstance(node.value, ast.Name) and node.value.id in bound:
+                    values.extend(bound[node.value.id])
+                elif isinstance(node.value, ast.Call):
+                    values.append(node.value)
+        self._returns[key] = values
+        return values
 
     def _returned_call(self, ref: ClassRef, owner: ClassRef, name: str, value: ast.expr) -> Resolved:
         """The class a returned ``X(...)`` builds; ``self.model_cls(...)`` reads the class
