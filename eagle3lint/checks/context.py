@@ -339,12 +339,25 @@ def severity_for(sites: list[ContractSite]) -> str:
 
 
 def guard_phrase(sites: list[ContractSite]) -> str:
-    guards = {s.guard for s in sites}
+    """How the engine meets the missing members at these call sites: bare calls (an opaque
+    ``AttributeError``), its own check that refuses EAGLE-3 clearly, or, where the members
+    differ, which is which (the one the engine reaches first decides the outcome)."""
     count = len(sites)
     where = f"{count} call site{'s' if count != 1 else ''}"
-    if "none" in guards:
+    bare = list(dict.fromkeys(s.member for s in sites if s.guard == "none"))
+    checked = list(dict.fromkeys(s.member for s in sites if s.guard != "none" and s.member not in bare))
+    if bare and checked:
+        return (
+            f"the engine checks for {_quoted(checked)} and refuses EAGLE-3 with its own error, and calls "
+            f"{_quoted(bare)} bare (an AttributeError); {where}"
+        )
+    if bare:
         return f"unguarded: a bare AttributeError at start-up; {where}"
     return f"the engine checks for it and refuses EAGLE-3 with its own error; {where}"
+
+
+def _quoted(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
 
 
 def role_phrase(model: ModelClass) -> str:
