@@ -15,6 +15,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
+from eagle3lint.ast_strings import message_text
 from eagle3lint.engine import Engine
 from eagle3lint.rulepack import OptionSpec
 from eagle3lint.sources import decode_source, read_source
@@ -31,21 +32,6 @@ class LaunchRefusal:
 
     def to_json(self) -> dict[str, Any]:
         return {"option": self.option, "path": self.path, "line": self.line, "message": self.message}
-
-
-def _message(node: ast.AST | None) -> str:
-    """The literal text of a raise's or an assertion's message (f-string parts kept)."""
-    if node is None:
-        return ""
-    if isinstance(node, ast.Call):
-        return " ".join(_message(arg) for arg in node.args[:1])
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{}" for v in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return _message(node.left) + _message(node.right)
-    return ""
 
 
 def _needles(spec: OptionSpec) -> list[tuple[str, bool]]:
@@ -109,7 +95,7 @@ def read_launch_refusals(engine: Engine) -> list[LaunchRefusal]:
             for node in ast.walk(tree):
                 if not isinstance(node, (ast.Assert, ast.Raise)):
                     continue
-                message = _message(node.msg) if isinstance(node, ast.Assert) else _message(node.exc)
+                message = message_text(node.msg) if isinstance(node, ast.Assert) else message_text(node.exc)
                 if message and any(p.search(message) for p in spec.refusals):
                     rel = os.path.relpath(path, str(engine.source_root)).replace(os.sep, "/")
                     found.append(LaunchRefusal(spec.name, rel, node.lineno, " ".join(message.split())))

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.ast_strings import fold_string
 from eagle3lint.findings import FileError
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.plugins import PluginPackage
@@ -51,29 +52,14 @@ def _module_constants(tree: ast.Module, module: str) -> dict[str, str]:
 
 
 def _fold(node: ast.expr, names: dict[str, str]) -> str | None:
-    """A string the expression always has: a literal, a known name, an f-string or ``+`` of them."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name):
-        bound = names.get(node.id)
+    """A string the expression always has: a literal, a known name (not a module binding), an
+    f-string or ``+`` of them."""
+
+    def known(name: str) -> str | None:
+        bound = names.get(name)
         return None if bound is None or bound.startswith(_MODULE) else bound
-    if isinstance(node, ast.JoinedStr):
-        parts = []
-        for value in node.values:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                parts.append(value.value)
-            elif isinstance(value, ast.FormattedValue) and value.format_spec is None and value.conversion == -1:
-                folded = _fold(value.value, names)
-                if folded is None:
-                    return None
-                parts.append(folded)
-            else:
-                return None
-        return "".join(parts)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        left, right = _fold(node.left, names), _fold(node.right, names)
-        return left + right if left is not None and right is not None else None
-    return None
+
+    return fold_string(node, known)
 
 
 def _dotted(node: ast.expr) -> str | None:

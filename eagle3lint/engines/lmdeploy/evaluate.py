@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 from typing import Any
 
+from eagle3lint.ast_strings import hole_source, message_text
+
 
 class _Unknown:
     def __repr__(self) -> str:
@@ -87,28 +89,18 @@ def truth(node: ast.expr, env: dict[str, Any], _depth: int = 0) -> Any:
     return bool(value)
 
 
-def message_of(node: ast.expr | None, _depth: int = 0) -> str:
-    """The text of a raised exception's message or an assertion's (f-string holes as ``{...}``)."""
-    if node is None or _depth > _MAX_DEPTH:
+def message_of(node: ast.expr | None) -> str:
+    """The text of a raised exception's message or an assertion's (f-string holes as ``{expr}``);
+    the expression's source where it states no text."""
+    if node is None:
         return ""
-    if isinstance(node, ast.Call):
-        return message_of(node.args[0], _depth + 1) if node.args else ""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(
-            v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{" + ast.unparse(v.value) + "}"  # type: ignore[attr-defined]
-            for v in node.values
-        )
-    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        return message_of(node.left, _depth + 1) + message_of(node.right, _depth + 1)
-    return _text(node)
+    return message_text(node, hole_source) or _text(node)
 
 
 def _text(node: ast.AST) -> str:
     try:
         return ast.unparse(node)
-    except RecursionError:
+    except (ValueError, RecursionError):
         return "..."
 
 

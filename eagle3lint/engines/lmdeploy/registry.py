@@ -17,10 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from eagle3lint.ast_strings import fold_string
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack
-
-# Folding stops here: no hand-written map nests its strings deeper.
-_MAX_FOLD_DEPTH = 20
 
 
 @dataclass(frozen=True)
@@ -48,40 +46,6 @@ def _constants(tree: ast.Module) -> dict[str, str]:
                 if isinstance(target, ast.Name):
                     out[target.id] = stmt.value.value
     return out
-
-
-def fold_string(node: ast.expr, constants: dict[str, str], _depth: int = 0) -> str | None:
-    """A string literal, an f-string of literals and known constants, or ``a + b`` of those
-    (a long ``+`` chain is read without recursion; anything nested deeper than a source file
-    writes by hand is not folded)."""
-    if _depth > _MAX_FOLD_DEPTH:
-        return None
-    parts: list[ast.expr] = []
-    while isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add):
-        parts.append(node.right)
-        node = node.left
-    if parts:
-        parts.append(node)
-        folded = [fold_string(part, constants, _depth + 1) for part in reversed(parts)]
-        return None if any(f is None for f in folded) else "".join(f for f in folded if f is not None)
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.Name):
-        return constants.get(node.id)
-    if isinstance(node, ast.JoinedStr):
-        out: list[str] = []
-        for value in node.values:
-            if isinstance(value, ast.Constant) and isinstance(value.value, str):
-                out.append(value.value)
-            elif isinstance(value, ast.FormattedValue) and value.conversion == -1 and value.format_spec is None:
-                inner = fold_string(value.value, constants, _depth + 1)
-                if inner is None:
-                    return None
-                out.append(inner)
-            else:
-                return None
-        return "".join(out)
-    return None
 
 
 def _device_maps(tree: ast.Module, name: str) -> dict[str, str]:
@@ -126,13 +90,13 @@ def read_module_map(tree: ast.Module, lpack: LmdeployPack) -> ModuleMap:
     unreadable: list[tuple[str, int, str]] = []
 
     def add(target: str, key: ast.expr | None, value: ast.expr, line: int) -> None:
-        architecture = fold_string(key, constants) if key is not None else None
+        architecture = fold_string(key, constants.get) if key is not None else None
         if architecture is None:
             return
         if target == lpack.removed_map:
             removed.add(architecture)
             return
-        qualified = fold_string(value, constants)
+        qualified = fold_string(value, constants.get)
         if qualified is None or "." not in qualified:
             unreadable.append((architecture, line, "its value is not a `module.Class` string eagle3lint can read"))
             return

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.ast_strings import message_text
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.verify.pair.evaluate import (
     OPAQUE,
@@ -21,7 +22,6 @@ from eagle3lint.verify.pair.evaluate import (
     Evaluator,
     Unresolved,
     end_body,
-    literal_text,
 )
 from eagle3lint.verify.pair.facts import PairFacts
 from eagle3lint.verify.pair.setter import bind
@@ -102,7 +102,7 @@ class _InitRun(Evaluator):
                 self.shared.result.fc_where = (self.method.path, getattr(node, "lineno", 0))
 
     def reached_raise(self, node: ast.Raise) -> None:
-        message = (literal_text(node.exc) or ast.unparse(node.exc)) if node.exc else ""
+        message = (message_text(node.exc) or ast.unparse(node.exc)) if node.exc else ""
         self.shared.result.guards.append(Guard(message, self.method.path, node.lineno, self.uncertain == 0, "raise"))
         if self.uncertain:
             end_body()

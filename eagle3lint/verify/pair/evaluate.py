@@ -20,6 +20,8 @@ import contextlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from eagle3lint.ast_strings import message_text
+
 _MAX_STEPS = 200_000
 _MAX_ITEMS = 100_000
 _MAX_INT = 2**64
@@ -95,21 +97,6 @@ def dotted_path(node: ast.AST) -> tuple[str, ...] | None:
         parts.append(node.id)
         return tuple(reversed(parts))
     return None
-
-
-def literal_text(node: ast.AST | None) -> str:
-    """A raise's message as written: string constants kept, formatted parts as ``{...}``."""
-    if node is None:
-        return ""
-    if isinstance(node, ast.Call):
-        return literal_text(node.args[0]) if node.args else ""
-    if isinstance(node, ast.Constant) and isinstance(node.value, str):
-        return node.value
-    if isinstance(node, ast.JoinedStr):
-        return "".join(v.value if isinstance(v, ast.Constant) and isinstance(v.value, str) else "{...}" for v in node.values)
-    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
-        return literal_text(node.left) + (literal_text(node.right) if isinstance(node.op, ast.Add) else "")
-    return ""
 
 
 def _bounded(value: Any, line: int) -> Any:
@@ -412,7 +399,7 @@ class Evaluator:
         if isinstance(node, ast.Call):
             return self._call(node)
         if isinstance(node, ast.JoinedStr):
-            return literal_text(node)
+            return message_text(node)
         raise Unresolved(f"`{_text(node)}` is not evaluated", line)
 
     def _binop(self, op: ast.operator, left: Any, right: Any, node: ast.AST) -> Any:

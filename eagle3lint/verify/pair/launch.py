@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle3lint.ast_strings import message_text
 from eagle3lint.models import EAGLE3_DRAFT
 from eagle3lint.verify.configs import CRASH, OK, PROBLEM, REFUSED, UNKNOWN, PreflightResult
 from eagle3lint.verify.pair.context import PairContext
@@ -25,7 +26,6 @@ from eagle3lint.verify.pair.evaluate import (
     Evaluator,
     Unresolved,
     end_body,
-    literal_text,
 )
 from eagle3lint.verify.pair.source import ReleaseCode
 
@@ -105,12 +105,12 @@ class _Check(Evaluator):
         return super().call_function(name, args, kwargs, node)
 
     def reached_raise(self, node: ast.Raise) -> None:
-        message = (literal_text(node.exc) or ast.unparse(node.exc)) if node.exc else "a re-raise"
+        message = (message_text(node.exc) or ast.unparse(node.exc)) if node.exc else "a re-raise"
         self.stops.append(Stop("raise", message, self.path, node.lineno, self.uncertain == 0))
         end_body()
 
     def failed_assert(self, node: ast.Assert) -> None:
-        message = literal_text(node.msg) if node.msg is not None else ast.unparse(node.test)
+        message = message_text(node.msg) if node.msg is not None else ast.unparse(node.test)
         self.stops.append(Stop("assert", message, self.path, node.lineno, self.uncertain == 0))
         end_body()
 
