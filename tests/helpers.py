@@ -55,6 +55,27 @@ def plain_environ() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "NO_COLOR")}
 
 
+def run_on_terminal(*args: str, cwd: Path) -> tuple[int, str]:
+    """Run the CLI with its stdout on a pseudo-terminal (stderr piped): its exit status and what
+    the terminal showed, line ends as written to a file."""
+    primary, secondary = os.openpty()
+    env = {**plain_environ(), "PYTHONPATH": str(REPO)}
+    with subprocess.Popen([sys.executable, "-m", "eagle3lint", *args], cwd=cwd, env=env, stdout=secondary, stderr=subprocess.PIPE) as process:
+        os.close(secondary)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(primary, 65536)
+            except OSError:  # the child closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        process.wait(timeout=120)
+    os.close(primary)
+    return process.returncode, b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
+
+
 def show_downloads(stderr: str | bytes) -> None:
     """Each release a CLI run downloaded, said on the terminal (the run's stderr is captured)."""
     text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr

@@ -6,18 +6,23 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from eagle3lint.report.colour import use_colour
-from tests.helpers import BASIC_FINDINGS, FIXTURES, REPO, plain_environ, run_cli, run_json
+from tests.helpers import (
+    BASIC_FINDINGS,
+    FIXTURES,
+    REPO,
+    plain_environ,
+    run_cli,
+    run_json,
+    run_on_terminal,
+)
 
 BASIC = FIXTURES / "sglang_basic"
 OUR_COLOURS = re.compile(r"\x1b\[(?:0|1|1;3[136])m")
@@ -203,22 +208,7 @@ def test_when_colour_is_used(monkeypatch: pytest.MonkeyPatch, env: dict[str, str
 def test_colour_on_a_terminal_never_through_a_pipe(project: Path) -> None:
     piped = run_cli("check", ".", cwd=project)
     assert "\x1b" not in piped.stdout
-    primary, secondary = os.openpty()
-    env = {**plain_environ(), "PYTHONPATH": str(REPO)}
-    with subprocess.Popen([sys.executable, "-m", "eagle3lint", "check", "."], cwd=project, env=env, stdout=secondary) as process:
-        os.close(secondary)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        process.wait(timeout=120)
-    os.close(primary)
-    shown = b"".join(chunks).decode("utf-8")
+    _, shown = run_on_terminal("check", ".", cwd=project)
     assert "\x1b[1;31mE3L001\x1b[0m" in shown  # an error's code in red
     assert "\x1b[1;36mE3L020\x1b[0m" in shown  # information in cyan
     assert "\x1b[1msglang/srt/models/missing.py\x1b[0m:" in shown

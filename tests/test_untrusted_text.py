@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +21,7 @@ from eagle3lint.engines import adapter_for
 from eagle3lint.fix.diff import quoted_name, terminal_diff, unified_diff
 from eagle3lint.plugins import is_version, read_distribution
 from eagle3lint.report.github import plain_line
-from tests.helpers import FIXTURES, REPO, plain_environ, release_root, run_cli
+from tests.helpers import FIXTURES, release_root, run_cli, run_on_terminal
 
 ROUND3 = Path(__file__).parent / "data" / "robustness" / "round3"
 SCHEMA = json.loads((Path(__file__).parent / "data" / "sarif-schema-2.1.0.json").read_text())
@@ -280,25 +279,8 @@ def test_fix_dry_run_piped_is_a_diff_git_applies(wrapper_tree: Path) -> None:
 
 
 def test_fix_dry_run_on_a_terminal_writes_control_characters_out(wrapper_tree: Path) -> None:
-    primary, secondary = os.openpty()
-    env = {**plain_environ(), "PYTHONPATH": str(REPO)}
-    with subprocess.Popen(
-        [sys.executable, "-m", "eagle3lint", "fix", "."], cwd=wrapper_tree, env=env, stdout=secondary, stderr=subprocess.PIPE
-    ) as process:
-        os.close(secondary)
-        chunks = []
-        while True:
-            try:
-                chunk = os.read(primary, 65536)
-            except OSError:  # the child closed the terminal
-                break
-            if not chunk:
-                break
-            chunks.append(chunk)
-        process.wait(timeout=120)
-    os.close(primary)
-    shown = b"".join(chunks).decode("utf-8").replace("\r\n", "\n")
-    assert process.returncode == 1
+    returncode, shown = run_on_terminal("fix", ".", cwd=wrapper_tree)
+    assert returncode == 1
     assert shown.startswith(HEADER)
     assert "\x1b" not in shown and "# end \\x1b]0;PWNED\\x07 of FixVL" in shown
 
