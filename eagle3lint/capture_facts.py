@@ -15,6 +15,8 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
+from eagle3lint.ast_names import dotted_name
+
 Path_ = tuple[str, ...]
 
 
@@ -117,18 +119,6 @@ def _layers_path(node: ast.AST, self_name: str) -> Path_ | None:
     return _self_path(node, self_name)
 
 
-def _dotted(node: ast.AST) -> str | None:
-    """``self.logits_processor`` for that attribute chain, None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    parts.append(node.id)
-    return ".".join(reversed(parts))
-
-
 def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
@@ -203,7 +193,7 @@ class _Extractor:
                 self._assign(node)
             elif isinstance(node, ast.Call):
                 self._call(node)
-                if self.logits_call and _dotted(node.func) == self.logits_call:
+                if self.logits_call and dotted_name(node.func) == self.logits_call:
                     self.handoffs.append(node)
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
                 path = _self_path(node, self.self_name)

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.ast_names import dotted_name
 from eagle3lint.ast_strings import fold_string
 from eagle3lint.findings import FileError
 from eagle3lint.index import ClassRef, ProjectIndex
@@ -62,17 +63,6 @@ def _fold(node: ast.expr, names: dict[str, str]) -> str | None:
     return fold_string(node, known)
 
 
-def _dotted(node: ast.expr) -> str | None:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
-
-
 # A local name bound to ``import_module("m")`` holds this prefix and the module's name: never an
 # architecture or a "module:Class" target itself.
 _MODULE = "\0module="
@@ -80,7 +70,7 @@ _MODULE = "\0module="
 
 def _imported_module(node: ast.expr, names: dict[str, str]) -> str | None:
     """``import_module("m")`` -> "m"."""
-    if not isinstance(node, ast.Call) or not node.args or (_dotted(node.func) or "").rsplit(".", 1)[-1] != "import_module":
+    if not isinstance(node, ast.Call) or not node.args or (dotted_name(node.func) or "").rsplit(".", 1)[-1] != "import_module":
         return None
     module = _fold(node.args[0], names)
     return module if module and not module.startswith(_MODULE) else None
@@ -89,7 +79,7 @@ def _imported_module(node: ast.expr, names: dict[str, str]) -> str | None:
 def _imported_class(node: ast.expr, names: dict[str, str]) -> str | None:
     """``getattr(import_module("m"), "C")``, or ``getattr(mod, "C")`` after
     ``mod = import_module("m")`` -> "m:C"."""
-    if not (isinstance(node, ast.Call) and _dotted(node.func) == "getattr" and len(node.args) >= 2):
+    if not (isinstance(node, ast.Call) and dotted_name(node.func) == "getattr" and len(node.args) >= 2):
         return None
     inner, attr = node.args[0], _fold(node.args[1], names)
     if attr is None:
@@ -130,7 +120,7 @@ class _Reader:
         return ".".join([*base, *([stmt.module] if stmt.module else [])]) or None
 
     def _registry(self, node: ast.expr) -> bool:
-        receiver = (_dotted(node) or "").lower()
+        receiver = (dotted_name(node) or "").lower()
         return any(r.lower() in receiver for r in self.registries) or "registry" in receiver
 
     def assign(self, stmt: ast.Assign, local: dict[str, str], function: str) -> None:
@@ -143,7 +133,7 @@ class _Reader:
         if target.value.attr != self.shapes.registry_dict or not self._registry(target.value.value):
             return
         architecture = _fold(target.slice, {**self.constants, **local})
-        dotted = _dotted(stmt.value)
+        dotted = dotted_name(stmt.value)
         imported = local.get(dotted or "", "")
         if ":" in imported:
             module, _, name = imported.partition(":")
@@ -222,7 +212,7 @@ class _Reader:
             module, _, cls = target.partition(":")
             ref = ClassRef(module.strip(), cls.strip())
         elif target is None:
-            dotted = _dotted(target_node)
+            dotted = dotted_name(target_node)
             resolved = self.index.resolve(self.module, dotted) if dotted else None
             ref = resolved if isinstance(resolved, ClassRef) else None
         if ref is not None and not self.index.engine.owns(ref.module) and self.index.class_summary(ref) is None:

@@ -87,12 +87,3 @@ def nodes_outside_nested_scopes(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> I
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
             continue
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
-
-
-def dotted_text(node: ast.AST) -> str | None:
-    if isinstance(node, ast.Name):
-        return node.id
-    if isinstance(node, ast.Attribute):
-        inner = dotted_text(node.value)
-        return f"{inner}.{node.attr}" if inner else None
-    return None

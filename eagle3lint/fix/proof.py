@@ -16,6 +16,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from eagle3lint.ast_names import dotted_name
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -32,7 +33,6 @@ from eagle3lint.fix.edits import (
     edit_sort_key,
 )
 from eagle3lint.fix.locate import (
-    dotted_text,
     find_class,
     find_statement,
     nodes_outside_nested_scopes,
@@ -213,7 +213,7 @@ def _in_place(stmt: ast.stmt, edits: list[Edit], lines: list[str]) -> _InPlace:
             found.into.update(_header_lines(cls))
         elif isinstance(edit, AddKeyword) and (fn := own_method(cls, edit.function)) is not None:
             for node in nodes_outside_nested_scopes(fn):
-                if isinstance(node, ast.Call) and node.lineno == edit.line and dotted_text(node.func) == edit.func:
+                if isinstance(node, ast.Call) and node.lineno == edit.line and dotted_name(node.func) == edit.func:
                     found.into.update(range(node.lineno, (node.end_lineno or node.lineno) + 1))
         elif isinstance(edit, EnumerateLoop) and (fn := own_method(cls, edit.function)) is not None:
             loop = find_statement(fn, edit.line, "For")
@@ -353,7 +353,7 @@ def replay_on_ast(tree: ast.Module, edits: Sequence[Edit]) -> ast.Module:
             fn = _method(cls, edit.function)
             calls = [
                 n for n in nodes_outside_nested_scopes(fn)
-                if isinstance(n, ast.Call) and n.lineno == edit.line and dotted_text(n.func) == edit.func
+                if isinstance(n, ast.Call) and n.lineno == edit.line and dotted_name(n.func) == edit.func
             ]
             if len(calls) != 1:
                 raise ProofError(f"no single call of `{edit.func}` on line {edit.line}")

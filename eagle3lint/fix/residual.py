@@ -21,8 +21,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
+from eagle3lint.ast_names import dotted_name
 from eagle3lint.fix.capture_patterns import method_node
-from eagle3lint.fix.locate import dotted_text
 from eagle3lint.fix.planner import FixEnv
 from eagle3lint.index import ClassRef, Unknown
 
@@ -81,7 +81,7 @@ def layer_classes(env: FixEnv, decoder: ClassRef, attribute: str) -> list[ClassR
         for node in ast.walk(value):
             if not isinstance(node, ast.Call):
                 continue
-            name = dotted_text(node.func)
+            name = dotted_name(node.func)
             if name is None:
                 return f"`self.{attribute}` of `{owner.qualname}` is built by a computed callee"
             if name.split(".")[0] in local:
@@ -127,7 +127,7 @@ def _assigns(node: ast.Assign | ast.AnnAssign, attribute: str) -> bool:
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     for target in targets:
         for element in target.elts if isinstance(target, ast.Tuple) else [target]:
-            if isinstance(element, ast.Attribute) and element.attr == attribute and dotted_text(element.value) == "self":
+            if isinstance(element, ast.Attribute) and element.attr == attribute and dotted_name(element.value) == "self":
                 return True
     return False
 

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from eagle3lint.ast_names import dotted_name
 from eagle3lint.capture import Reads
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.findings import Finding
@@ -25,7 +26,6 @@ from eagle3lint.fix.edits import (
 )
 from eagle3lint.fix.locate import (
     alone_on_its_line,
-    dotted_text,
     find_class,
     nodes_outside_nested_scopes,
     own_method,
@@ -492,7 +492,7 @@ class LeafCapture(FixPattern):
             if isinstance(s, ast.For)
             and isinstance(s.target, ast.Name)
             and isinstance(s.iter, ast.Call)
-            and dotted_text(s.iter.func) == "range"
+            and dotted_name(s.iter.func) == "range"
             and not s.iter.keywords
             and [ast.unparse(a) for a in s.iter.args] == loop_range
         ]
@@ -525,7 +525,7 @@ class LeafCapture(FixPattern):
             and len(s.targets) == 1
             and isinstance(s.targets[0], ast.Name)
             and isinstance(s.value, ast.Call)
-            and dotted_text(s.value.func) == callee
+            and dotted_name(s.value.func) == callee
         ]
         if len(hits) != 1 or not alone_on_its_line(*hits[0]):
             raise _NotCommonShape(f"`{model.summary.name}.forward` has no single `hidden_states = {callee}(...)`")
@@ -535,7 +535,7 @@ class LeafCapture(FixPattern):
 
     @staticmethod
     def _logits_calls(forward: ast.FunctionDef | ast.AsyncFunctionDef, logits_call: str, hidden: str, keyword: str, model: ModelClass) -> list[ast.Call]:
-        calls = [n for n in nodes_outside_nested_scopes(forward) if isinstance(n, ast.Call) and dotted_text(n.func) == logits_call]
+        calls = [n for n in nodes_outside_nested_scopes(forward) if isinstance(n, ast.Call) and dotted_name(n.func) == logits_call]
         if not calls:
             raise _NotCommonShape(f"`{model.summary.name}.forward` never calls `{logits_call}`")
         for call in calls:
@@ -572,7 +572,7 @@ def _uses_name(fn: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
 
 def _self_attrs(fn: ast.FunctionDef | ast.AsyncFunctionDef, attr: str, ctx: type[ast.expr_context]) -> bool:
     return any(
-        isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ctx) and dotted_text(n.value) == "self"
+        isinstance(n, ast.Attribute) and n.attr == attr and isinstance(n.ctx, ctx) and dotted_name(n.value) == "self"
         for n in ast.walk(fn)
     )
 

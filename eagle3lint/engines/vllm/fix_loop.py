@@ -17,7 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eagle3lint.fix.locate import alone_on_its_line, dotted_text, nodes_outside_nested_scopes
+from eagle3lint.ast_names import dotted_name
+from eagle3lint.fix.locate import alone_on_its_line, nodes_outside_nested_scopes
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -81,13 +82,13 @@ def _layer_loop(loop: ast.For, layers: str, loop_range: list[str]) -> tuple[str 
             return None, start_text, start_text, target.id, None
         if ast.unparse(iterable) == layers:
             return None, None, "0", target.id, None
-        if isinstance(iterable, ast.Call) and dotted_text(iterable.func) == "range" and _texts(iterable.args) == loop_range:
+        if isinstance(iterable, ast.Call) and dotted_name(iterable.func) == "range" and _texts(iterable.args) == loop_range:
             return target.id, None, start_text, _indexed_layer(loop, layers, target.id), None
         return None
     if not (isinstance(target, ast.Tuple) and len(target.elts) == 2 and all(isinstance(e, ast.Name) for e in target.elts)):
         return None
     index, layer = (e.id for e in target.elts)  # type: ignore[attr-defined]
-    if isinstance(iterable, ast.Call) and dotted_text(iterable.func) == "enumerate" and len(iterable.args) == 1:
+    if isinstance(iterable, ast.Call) and dotted_name(iterable.func) == "enumerate" and len(iterable.args) == 1:
         inner = iterable.args[0]
         if not (_range_part(inner, layers, loop_range) or ast.unparse(inner) == layers):
             return None
@@ -101,7 +102,7 @@ def _layer_loop(loop: ast.For, layers: str, loop_range: list[str]) -> tuple[str 
         return (index, None, start_text, layer, None) if ast.unparse(starts[0].value) == start_text else None
     if _islice(iterable) and isinstance(iterable, ast.Call):
         inner = iterable.args[0]
-        enumerated = isinstance(inner, ast.Call) and dotted_text(inner.func) == "enumerate" and _texts(inner.args) == [layers] and not inner.keywords
+        enumerated = isinstance(inner, ast.Call) and dotted_name(inner.func) == "enumerate" and _texts(inner.args) == [layers] and not inner.keywords
         if enumerated and _texts(iterable.args[1:]) == loop_range:
             return index, None, start_text, layer, None
     return None
@@ -121,7 +122,7 @@ def _texts(nodes: list[ast.expr]) -> list[str]:
 
 
 def _islice(node: ast.expr) -> bool:
-    return isinstance(node, ast.Call) and dotted_text(node.func) in ("islice", "itertools.islice") and len(node.args) == 3 and not node.keywords
+    return isinstance(node, ast.Call) and dotted_name(node.func) in ("islice", "itertools.islice") and len(node.args) == 3 and not node.keywords
 
 
 def _range_part(node: ast.expr, layers: str, loop_range: list[str]) -> bool:

@@ -12,6 +12,7 @@ import re
 import warnings
 from dataclasses import dataclass
 
+from eagle3lint.ast_names import dotted_name
 from eagle3lint.engines.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
 from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
@@ -32,7 +33,7 @@ from eagle3lint.fix.edits import (
     InsertStatements,
     RenameMethod,
 )
-from eagle3lint.fix.locate import dotted_text, find_class, find_statement, own_method
+from eagle3lint.fix.locate import find_class, find_statement, own_method
 from eagle3lint.fix.planner import (
     DISPLAY_ONLY,
     UNSAFE,
@@ -460,10 +461,10 @@ class PipelineLoopStart(FixPattern):
 
 def _slice_start(call: ast.expr | None) -> str | None:
     """The start of ``enumerate(islice(x, START, end))`` / ``enumerate(x[START:end])``."""
-    if not (isinstance(call, ast.Call) and dotted_text(call.func) == "enumerate" and len(call.args) == 1 and not call.keywords):
+    if not (isinstance(call, ast.Call) and dotted_name(call.func) == "enumerate" and len(call.args) == 1 and not call.keywords):
         return None
     inner = call.args[0]
-    if isinstance(inner, ast.Call) and dotted_text(inner.func) in ("islice", "itertools.islice") and len(inner.args) == 3:
+    if isinstance(inner, ast.Call) and dotted_name(inner.func) in ("islice", "itertools.islice") and len(inner.args) == 3:
         return ast.unparse(inner.args[1])
     if isinstance(inner, ast.Subscript) and isinstance(inner.slice, ast.Slice) and inner.slice.lower is not None:
         return ast.unparse(inner.slice.lower)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
+from eagle3lint.ast_names import dotted_parts
 from eagle3lint.index import ClassRef
-from eagle3lint.verify.pair.evaluate import Evaluator, Unresolved, dotted_path
+from eagle3lint.verify.pair.evaluate import Evaluator, Unresolved
 from eagle3lint.verify.pair.source import Method, ReleaseCode
 
 _ATTENTION_CALLS = ("attn", "attention")
@@ -129,7 +130,7 @@ def _statements(body: list[ast.stmt]) -> list[ast.stmt]:
 def _reads_capture(node: ast.AST, capture: str, marker: bool) -> bool:
     for sub in ast.walk(node):
         if not marker and isinstance(sub, ast.Compare) and any(isinstance(op, ast.In) for op in sub.ops):
-            path = dotted_path(sub.comparators[0])
+            path = dotted_parts(sub.comparators[0])
             if path is not None and path[-1] == capture:
                 return True
         if marker and isinstance(sub, ast.Call) and isinstance(sub.func, ast.Name) and sub.func.id == "getattr" and len(sub.args) >= 2:
@@ -213,7 +214,7 @@ def _tested(stmt: ast.AST, capture: str, index: str | None, marker: bool) -> int
         return 0 if _reads_capture(stmt, capture, True) else None
     for sub in ast.walk(stmt):
         if isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], ast.In):
-            path = dotted_path(sub.comparators[0])
+            path = dotted_parts(sub.comparators[0])
             if path is not None and path[-1] == capture:
                 return _offset(sub.left, index)
     return None
@@ -303,7 +304,7 @@ def _outside(stmt: ast.stmt, loop: ast.For | ast.AsyncFor, rule: CaptureRule, ca
             rule.extra.setdefault(value, (state, stmt.lineno))
     for sub in ast.walk(stmt):
         if isinstance(sub, ast.Compare) and len(sub.ops) == 1 and isinstance(sub.ops[0], ast.In):
-            path = dotted_path(sub.comparators[0])
+            path = dotted_parts(sub.comparators[0])
             if path is not None and path[-1] == capture:
                 value = _known(sub.left, num_layers)
                 if value is not None:

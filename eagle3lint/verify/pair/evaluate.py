@@ -87,18 +87,6 @@ class _Continue(Exception):
     pass
 
 
-def dotted_path(node: ast.AST) -> tuple[str, ...] | None:
-    """``self.model.layers`` -> ("self", "model", "layers"); None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return None
-
-
 def _bounded(value: Any, line: int) -> Any:
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > _MAX_INT:
         raise Unresolved("an integer too large to be a layer id or a size", line)

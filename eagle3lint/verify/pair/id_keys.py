@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eagle3lint.verify.pair.evaluate import dotted_path
+from eagle3lint.ast_names import dotted_parts
 from eagle3lint.verify.pair.facts import PairFacts
 from eagle3lint.verify.pair.source import ReleaseCode
 
@@ -26,7 +26,7 @@ def _literal(node: ast.AST) -> str | None:
 
 
 def _config_receiver(node: ast.AST) -> bool:
-    path = dotted_path(node)
+    path = dotted_parts(node)
     return path is not None and ("config" in path[-1] or path[-1].endswith("hf_config"))
 
 

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from eagle3lint.ast_names import dotted_parts
 from eagle3lint.capture import CaptureAnalysis
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.sources import decode_source, read_source
@@ -153,8 +154,8 @@ class ReleaseCode:
             return []
         factories = []
         for node in ast.walk(init.node):
-            if isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted_path_of(node.targets[0]) == ("self", attr) and isinstance(node.value, ast.Call):
-                func = dotted_path_of(node.value.func)
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and dotted_parts(node.targets[0]) == ("self", attr) and isinstance(node.value, ast.Call):
+                func = dotted_parts(node.value.func)
                 if func is not None and len(func) == 2 and func[0] == "self":
                     factories.append(func[1])
         out: list[ClassRef] = []
@@ -164,7 +165,7 @@ class ReleaseCode:
                 return []
             for node in ast.walk(method.node):
                 if isinstance(node, ast.Return) and isinstance(node.value, ast.Call):
-                    name = dotted_path_of(node.value.func)
+                    name = dotted_parts(node.value.func)
                     target = self.index.resolve(method.owner.module, ".".join(name)) if name else None
                     if not isinstance(target, ClassRef):
                         return []
@@ -177,15 +178,3 @@ class ReleaseCode:
             return str(Path(path).relative_to(self.root.parent))
         except ValueError:
             return str(path)
-
-
-def dotted_path_of(node: ast.AST) -> tuple[str, ...] | None:
-    """``self.model.layers`` -> ("self", "model", "layers"); None for anything else."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return tuple(reversed(parts))
-    return None
