@@ -176,6 +176,9 @@ def test_guard_kind_follows_the_tree(reports: dict[str, dict[str, Any]]) -> None
     assert legacy and all("unguarded" in f["message"] for f in legacy)
     assert stubs and all("refuses EAGLE-3 with its own error" in f["message"] for f in stubs)
     assert {f["outcome"] for f in legacy} == {"crash"} and {f["outcome"] for f in stubs} == {"refused"}
+    # The lead of a not-implemented finding says the same as its guard phrase: no "refuses" for a crash.
+    assert all("a launch with EAGLE-3 crashes" in f["message"] for f in legacy if f["code"] == "E3L020")
+    assert all("the engine refuses it" in f["message"] for f in stubs if f["code"] == "E3L020")
 
 
 def test_import_time_class_is_unresolved_with_the_reason() -> None:

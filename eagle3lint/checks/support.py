@@ -77,7 +77,11 @@ class Eagle3NotImplemented(Rule):
             names = [name for name, _ in missing]
             if sites:
                 lacks = ", ".join(f"`{n}`" for n in names)
-                refusal = f"the engine refuses it: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
+                # A missing member the engine calls bare is no refusal: say what happens (where some
+                # are checked and some bare, whichever the engine reaches first decides).
+                bare = [s.guard == "none" for s in sites]
+                outcome = "a launch with EAGLE-3 crashes" if all(bare) else "a launch with EAGLE-3 fails" if any(bare) else "the engine refuses it"
+                refusal = f"{outcome}: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
             else:
                 refusal = _launch_phrase(getattr(ctx.verdicts.get(model_key(model)), "decided", None))
             findings.append(ctx.finding(
