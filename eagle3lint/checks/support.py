@@ -75,13 +75,12 @@ class Eagle3NotImplemented(Rule):
             ]
             sites = list(dict.fromkeys(s for _, member_sites in missing for s in member_sites))
             names = [name for name, _ in missing]
-            if sites:
+            effect = ctx.gap_effect(names, sites, code=self.code) if sites else None
+            if effect is not None:
                 lacks = ", ".join(f"`{n}`" for n in names)
-                # A missing member the engine calls bare is no refusal: say what happens (where some
-                # are checked and some bare, whichever the engine reaches first decides).
-                bare = [s.guard == "none" for s in sites]
-                outcome = "a launch with EAGLE-3 crashes" if all(bare) else "a launch with EAGLE-3 fails" if any(bare) else "the engine refuses it"
-                refusal = f"{outcome}: it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
+                # The lead agrees with the outcome the engine reaches first: a bare call is no refusal.
+                lead = {CRASH: "a launch with EAGLE-3 crashes: ", REFUSED: "the engine refuses it: "}.get(effect.outcome, "")
+                refusal = f"{lead}it lacks {lacks} ({guard_phrase(sites)}){ctx.gap_note(model, names)}"
             else:
                 refusal = _launch_phrase(getattr(ctx.verdicts.get(model_key(model)), "decided", None))
             findings.append(ctx.finding(
@@ -93,7 +92,7 @@ class Eagle3NotImplemented(Rule):
                 sites,
                 severity=self.severity,
                 data={"members": names, "implement_as": "E3L001"},
-                effect=ctx.gap_effect(names, sites, code=self.code) if sites else None,
+                effect=effect,
             ))
         # The offer is the fix planner's own decision on these very findings: never a promise
         # that `fix` does not keep.
