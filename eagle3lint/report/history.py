@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint import __version__
 from eagle3lint.escape import line_text
-from eagle3lint.report.matrix import SCHEMA_VERSION
+from eagle3lint.report.matrix import SCHEMA_VERSION, STATUS_WORDS
 from eagle3lint.report.paths import display_path
 
 if TYPE_CHECKING:
@@ -27,14 +27,6 @@ LEGEND = (
     "states); refused: incomplete (the engine refuses it clearly); no: no EAGLE-3 code (no/crash: and "
     "the engine crashes on it); ?: not provable statically; -: not a target; blank: not in that release"
 )
-_WORDS = {
-    "supported": "supported",
-    "broken": "broken",
-    "incomplete": "incomplete",
-    "not-implemented": "not implemented",
-    "unknown": "not provable statically",
-    "not-a-target": "not a target",
-}
 
 
 def short(cell: Cell | None) -> str:
@@ -52,7 +44,7 @@ def words(cell: Cell | None) -> str:
     """A cell of the Markdown page."""
     if cell is None:
         return ""
-    text = _WORDS.get(cell.status, cell.status)
+    text = STATUS_WORDS.get(cell.status, cell.status)
     if (cell.outcome and cell.status in ("broken", "incomplete")) or (cell.status == "not-implemented" and cell.outcome == "crash"):
         text += f" ({cell.outcome})"
     return text

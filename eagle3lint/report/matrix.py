@@ -219,7 +219,8 @@ def write_json(result: CheckResult, out: TextIO) -> None:
     out.write("\n")
 
 
-_STATUS_WORDS = {
+# Each status in words, for prose and Markdown (the history table uses them too).
+STATUS_WORDS = {
     "supported": "supported",
     "broken": "broken",
     "incomplete": "incomplete",
@@ -260,7 +261,7 @@ def write_markdown(result: CheckResult, out: TextIO) -> None:
         "engine's own clear error). Whether a drafter is accepted is for `eagle3lint verify` to "
         "measure. Draft heads and models that are not generative targets are left out.\n\n"
     )
-    out.write(", ".join(f"{n} {_STATUS_WORDS[s]}" for s, n in status_counts(models).items() if n and s != "not-a-target") + ".\n\n")
+    out.write(", ".join(f"{n} {STATUS_WORDS[s]}" for s, n in status_counts(models).items() if n and s != "not-a-target") + ".\n\n")
     for line in launch_lines(result):
         out.write(f"{_cell(line[0].upper() + line[1:])}.\n\n")
     out.write("| Class | Architectures | Status | Outcome | Conditions | Reason | Fix |\n")
@@ -272,7 +273,7 @@ def write_markdown(result: CheckResult, out: TextIO) -> None:
             f"`{_cell(m.ref.qualname)}`{_cell(variant)}",
             # SGLang names a class by itself: only architectures other than the class's own name.
             _cell(", ".join(a for a in m.architectures if a != m.ref.qualname)),
-            _STATUS_WORDS[m.status],
+            STATUS_WORDS[m.status],
             m.outcome or "",
             _cell(_condition_text(m)),
             _cell(_short_reason(m)),
