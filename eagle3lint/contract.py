@@ -27,7 +27,7 @@ from eagle3lint.findings import FileError
 from eagle3lint.launch_checks import LaunchRefusal, read_launch_refusals
 from eagle3lint.lines import count_line_ends, source_lines
 from eagle3lint.rulepack import MemberSpec
-from eagle3lint.sources import decode_source, read_source, syntax_problem
+from eagle3lint.sources import decode_source, parse_text, read_source
 from eagle3lint.summary import try_parts
 
 FATAL_GUARDS = ("none", "error")
@@ -667,17 +667,11 @@ def scan_file(
             if check_calls is not None:
                 check_calls.extend(collector.check_calls)
             return collector.sites
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=str(path))
-    except SyntaxError as exc:
-        # The index's wording: a file both read is reported once.
-        return FileError(str(path), syntax_problem(exc))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return FileError(str(path), f"cannot be parsed: {type(exc).__name__}: {exc}")
+    whole = parse_text(str(path), text)
+    if isinstance(whole, FileError):
+        return whole
     collector.indent = 0
-    collector.block(tree.body, _Context())
+    collector.block(whole.body, _Context())
     if check_calls is not None:
         check_calls.extend(collector.check_calls)
     return collector.sites

@@ -18,12 +18,11 @@ from __future__ import annotations
 
 import ast
 import os
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.sources import parse_file
 
 # Bumped when what is read changes: tables kept as JSON by an older reader are read again.
 FORMAT = 2
@@ -164,25 +163,15 @@ def _model_type_of(name: str, configs: dict[str, ConfigFacts], depth: int = 0) -
 # ---- reading the source ------------------------------------------------------------------------
 
 
-def parse_file(path: Path) -> ast.Module | None:
+def parse_bounded(path: Path) -> ast.Module | None:
     """The file's tree; None when it is missing, too large, unreadable or not Python."""
     try:
         if not path.is_file() or path.stat().st_size > _MAX_BYTES:
             return None
     except OSError:
         return None
-    data = read_source(str(path))
-    if not isinstance(data, bytes):
-        return None
-    text = decode_source(str(path), data)
-    if not isinstance(text, str):
-        return None
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text, filename=str(path))
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return None
+    tree = parse_file(str(path))
+    return tree if isinstance(tree, ast.Module) else None
 
 
 def _pairs(value: ast.expr) -> list[tuple[str, list[str]]] | None:
@@ -383,17 +372,17 @@ def read_tables(root: Path, origin: str) -> TypeTables | None:
     """The tables of the transformers package folder ``root``; None where it has no readable
     ``models/auto/modeling_auto.py``."""
     auto = root / "models" / "auto"
-    modeling = parse_file(auto / "modeling_auto.py")
+    modeling = parse_bounded(auto / "modeling_auto.py")
     if modeling is None:
         return None
     classes = read_model_mappings(modeling)
     if not classes:
         return None
-    configuration = parse_file(auto / "configuration_auto.py")
+    configuration = parse_bounded(auto / "configuration_auto.py")
     config_of = read_config_names(configuration) if configuration is not None else {}
     configs: dict[str, ConfigFacts] = {}
     for path in config_files(root / "models"):
-        tree = parse_file(path)
+        tree = parse_bounded(path)
         for facts in read_config_classes(tree) if tree is not None else []:
             configs.setdefault(facts.name, facts)
     return TypeTables(origin, classes, config_of, configs)

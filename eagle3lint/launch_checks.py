@@ -11,14 +11,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-import warnings
 from dataclasses import dataclass
 from typing import Any
 
 from eagle3lint.ast_strings import message_text
 from eagle3lint.engine import Engine
 from eagle3lint.rulepack import OptionSpec
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.sources import decode_source, parse_text, read_source
 
 
 @dataclass(frozen=True)
@@ -79,18 +78,16 @@ def read_launch_refusals(engine: Engine) -> list[LaunchRefusal]:
     for spec in engine.pack.options.values():
         if not spec.refusals:
             continue
+        needles = _needles(spec)
         for path in _files(engine, spec):
             data = read_source(path)
             if not isinstance(data, bytes):
                 continue
             text = decode_source(path, data)
-            if not isinstance(text, str) or not _holds(text, _needles(spec)):
+            if not isinstance(text, str) or not _holds(text, needles):
                 continue
-            try:
-                with warnings.catch_warnings():
-                    warnings.simplefilter("ignore")
-                    tree = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError):
+            tree = parse_text(path, text)
+            if not isinstance(tree, ast.Module):
                 continue
             for node in ast.walk(tree):
                 if not isinstance(node, (ast.Assert, ast.Raise)):

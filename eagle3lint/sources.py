@@ -116,6 +116,29 @@ def _newer_python_for(exc: SyntaxError) -> tuple[int, int] | None:
     return max(needed, default=None)
 
 
+def parse_text(path: str, text: str) -> ast.Module | FileError:
+    """The tree of a decoded source text, or its error in the index's wording (so that a file
+    two readers parse is reported once)."""
+    try:
+        with warnings.catch_warnings():
+            # Engine code is full of invalid escape sequences; they are not our findings.
+            warnings.simplefilter("ignore")
+            return ast.parse(text, filename=path)
+    except SyntaxError as exc:
+        return FileError(path, syntax_problem(exc))
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return FileError(path, f"cannot be parsed: {type(exc).__name__}: {exc}")
+
+
+def parse_file(path: str) -> ast.Module | FileError:
+    """A file read (bounded), decoded and parsed; its error where any step fails."""
+    data = read_source(path)
+    if isinstance(data, FileError):
+        return data
+    text = decode_source(path, data)
+    return text if isinstance(text, FileError) else parse_text(path, text)
+
+
 def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     data = read_source(request.path)
     if isinstance(data, FileError):
@@ -123,15 +146,9 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     text = decode_source(request.path, data)
     if isinstance(text, FileError):
         return text
-    try:
-        with warnings.catch_warnings():
-            # Engine code is full of invalid escape sequences; they are not our findings.
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=request.path)
-    except SyntaxError as exc:
-        return FileError(request.path, syntax_problem(exc))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return FileError(request.path, f"cannot be parsed: {type(exc).__name__}: {exc}")
+    tree = parse_text(request.path, text)
+    if isinstance(tree, FileError):
+        return tree
     try:
         return summary_of(request, text, tree)
     except RecursionError:

@@ -8,7 +8,6 @@ the model's capture and outputs (``flow``) to the proposer. The architecture map
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -40,11 +39,6 @@ class LmdeployAdapter(EngineAdapter):
         from eagle3lint.engines.lmdeploy.facts import LmdeployContractExtension
 
         return LmdeployContractExtension(engine)
-
-    def build_index(self, engine: Engine, texts: Mapping[str, str] | None = None) -> ProjectIndex:
-        from eagle3lint.engines.lmdeploy.flow import LmdeployIndex
-
-        return LmdeployIndex(engine, self.walk_names(engine), texts)
 
     def load_models(self, index: ProjectIndex, scope: list[Path], extra_files: list[Path]) -> object:
         from eagle3lint.engines.lmdeploy.models import discover

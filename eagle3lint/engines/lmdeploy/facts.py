@@ -18,7 +18,6 @@ releases lack some); one that cannot be parsed is a file error, and the rest is 
 from __future__ import annotations
 
 import ast
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +36,7 @@ from eagle3lint.engines.lmdeploy.builders import (
 from eagle3lint.engines.lmdeploy.evaluate import UNKNOWN, literal, truth
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
 from eagle3lint.findings import FileError
-from eagle3lint.sources import decode_source, read_source, syntax_problem
+from eagle3lint.sources import parse_file
 
 if TYPE_CHECKING:
     from eagle3lint.engine import Engine
@@ -130,6 +129,7 @@ class _Reader:
         self.engine = engine
         self.root = engine.root
         self.errors: list[FileError] = []
+        self._trees: dict[Path, ast.Module | None] = {}
 
     def guarded(self, rel: str, default: T, read: Callable[[], T]) -> T:
         """``read()``, or ``default`` with a file error where the code is nested deeper than the
@@ -147,23 +147,14 @@ class _Reader:
         return self.parse_path(path)
 
     def parse_path(self, path: Path) -> ast.Module | None:
-        data = read_source(str(path))
-        if isinstance(data, FileError):
-            self.errors.append(data)
-            return None
-        text = decode_source(str(path), data)
-        if isinstance(text, FileError):
-            self.errors.append(text)
-            return None
-        try:
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                return ast.parse(text, filename=str(path))
-        except SyntaxError as exc:
-            self.errors.append(FileError(str(path), syntax_problem(exc)))
-        except (ValueError, RecursionError, MemoryError) as exc:
-            self.errors.append(FileError(str(path), f"cannot be parsed: {type(exc).__name__}: {exc}"))
-        return None
+        """The file's tree, parsed once per contract read (several facts come from one file:
+        ``pytorch/config.py`` holds both the after-build step and the build context)."""
+        if path not in self._trees:
+            tree = parse_file(str(path))
+            if isinstance(tree, FileError):
+                self.errors.append(tree)
+            self._trees[path] = tree if isinstance(tree, ast.Module) else None
+        return self._trees[path]
 
 
 def _function(tree: ast.Module, qualified: str) -> ast.FunctionDef | None:

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from eagle3lint.engine import Engine
 from eagle3lint.engines.lmdeploy.evaluate import exception_name, message_of
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
 from eagle3lint.index import ClassRef, ProjectIndex
@@ -37,15 +35,6 @@ CONFIG, CONTEXT = "config", "context"
 _MAX_DEPTH = 4
 # What names capture state (the pack's capture attributes share it).
 _WORD = "aux_hidden_state"
-
-
-class LmdeployIndex(ProjectIndex):
-    """The project index with a reader of single function bodies (the fixer's edited texts
-    first)."""
-
-    def __init__(self, engine: Engine, walk_names: frozenset[str], texts: Mapping[str, str] | None = None) -> None:
-        super().__init__(engine, walk_names)
-        self.snippets = SnippetReader(texts)
 
 
 @dataclass(frozen=True)
@@ -507,7 +496,6 @@ def _loop_index(loop: ast.For | ast.AsyncFor) -> str | None:
 def flow_reader(index: ProjectIndex) -> FlowReader:
     pack = index.engine.pack
     lpack = lmdeploy_pack(pack)
-    snippets = index.snippets if isinstance(index, LmdeployIndex) else SnippetReader()
     tests = tuple((o.name, o.tests) for o in pack.options.values() if o.tests)
     mixin = ".".join((pack.package, *lpack.graph_mixin_file.removesuffix(".py").split("/")))
-    return FlowReader(index, snippets, lpack, tests, mixin)
+    return FlowReader(index, index.snippets, lpack, tests, mixin)

@@ -7,8 +7,6 @@ is a variant of its architecture (checked as such).
 
 from __future__ import annotations
 
-import ast
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,7 +15,7 @@ from eagle3lint.engines.lmdeploy.registry import MapEntry, ModuleMap, read_modul
 from eagle3lint.findings import FileError
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.models import ModelClass, UnresolvedEntry, classify, in_scope, why_unresolved
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.sources import parse_file
 
 
 @dataclass
@@ -44,19 +42,13 @@ def read_map(index: ProjectIndex) -> tuple[str | None, ModuleMap | None]:
     path = index.engine.root / lpack.module_map
     if not path.is_file():
         return None, None
-    if not index.load_files([path]) and str(path) in index.errors:
-        return str(path), None
-    data = read_source(str(path))
-    text = decode_source(str(path), data) if isinstance(data, bytes) else None
-    if not isinstance(text, str):
+    tree = parse_file(str(path))
+    if isinstance(tree, FileError):
+        index.errors[str(path)] = tree
         return str(path), None
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text)
         return str(path), read_module_map(tree, lpack)
-    except (SyntaxError, ValueError, RecursionError):
-        # The index parsed it; only a map nested deeper than the stack allows lands here.
+    except RecursionError:
         index.errors[str(path)] = FileError(str(path), "the architecture map is nested too deeply to read")
         return str(path), None
 

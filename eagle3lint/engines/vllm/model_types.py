@@ -31,7 +31,7 @@ from eagle3lint.hf_types import (
     TextType,
     TypeTables,
     matches,
-    parse_file,
+    parse_bounded,
     read_config_classes,
     read_tables,
     text_type,
@@ -168,7 +168,7 @@ def read_model_types(engine: Engine, vpack: VllmPack) -> ModelTypeTables:
     label = f"transformers {library.version}" if library is not None and transformers is not None else ""
     result = ModelTypeTables(origin, label, suffixes=vpack.architecture_suffixes)
     registry_path = engine.root / vpack.config_registry if vpack.config_registry else None
-    tree = parse_file(registry_path) if registry_path is not None else None
+    tree = parse_bounded(registry_path) if registry_path is not None else None
     entries = _registry_entries(tree, vpack.config_registry_name) if tree is not None else {}
     # Attributes vLLM renames on every loaded config (``llm_config`` -> ``text_config``).
     renames = _registry_entries(tree, vpack.config_renames_name) if tree is not None and vpack.config_renames_name else {}
@@ -182,7 +182,7 @@ def read_model_types(engine: Engine, vpack: VllmPack) -> ModelTypeTables:
     own: dict[str, ConfigFacts] = {}
     folder = engine.root / vpack.configs_folder if vpack.configs_folder else None
     for path in _python_files(folder) if folder is not None else []:
-        parsed = parse_file(path)
+        parsed = parse_bounded(path)
         for facts in read_config_classes(parsed) if parsed is not None else []:
             own.setdefault(facts.name, facts)
     merged = {**configs, **own}

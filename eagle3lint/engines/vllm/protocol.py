@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import ast
 import re
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +22,7 @@ from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.findings import FileError
-from eagle3lint.sources import decode_source, read_source, syntax_problem
+from eagle3lint.sources import decode_source, parse_text, read_source
 from eagle3lint.summary import dotted, is_stub_body
 
 if TYPE_CHECKING:
@@ -540,15 +539,9 @@ def read_protocol(engine: Engine) -> tuple[VllmProtocol | None, FileError | None
     text = decode_source(str(path), data)
     if isinstance(text, FileError):
         return None, text
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text, filename=str(path))
-    except SyntaxError as exc:
-        # The same wording as the index's, so the runner reports the file once.
-        return None, FileError(str(path), syntax_problem(exc))
-    except (ValueError, RecursionError, MemoryError) as exc:
-        return None, FileError(str(path), f"cannot be parsed: {type(exc).__name__}: {exc}")
+    tree = parse_text(str(path), text)
+    if isinstance(tree, FileError):
+        return None, tree
     module = ".".join([engine.pack.package, *parts])
     rel = Path(path).relative_to(engine.source_root).as_posix()
     return parse_interfaces(tree, module, rel, vpack), None

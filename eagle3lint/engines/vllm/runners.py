@@ -13,11 +13,10 @@ from __future__ import annotations
 import ast
 import re
 import textwrap
-import warnings
 
 from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.pack import VllmPack
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.sources import decode_source, parse_text, read_source
 
 
 def _text(engine: Engine, rel: str) -> str | None:
@@ -30,12 +29,8 @@ def _text(engine: Engine, rel: str) -> str | None:
 
 
 def _parse(text: str) -> ast.Module | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError):
-        return None
+    tree = parse_text("<vLLM source>", text)
+    return tree if isinstance(tree, ast.Module) else None
 
 
 def _function_text(text: str, name: str) -> str | None:
