@@ -72,12 +72,21 @@ class CaptureFacts:
 
 
 def _assigned_names(body: list[ast.stmt]) -> set[str]:
-    """The plain names a block assigns (``normal_end_layer = ...``), at any depth."""
+    """The plain names a block assigns (``normal_end_layer = ...``, ``a, *b = ...``), at any
+    depth; never the names inside an attribute or subscript target (``self.x = ...`` rebinds
+    no ``self``, ``a[i] = ...`` no ``i``)."""
     names: set[str] = set()
     for node in (n for stmt in body for n in ast.walk(stmt)):
         if isinstance(node, (ast.Assign, ast.AugAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for target in targets for t in ast.walk(target) if isinstance(t, ast.Name))
+            pending: list[ast.expr] = list(node.targets) if isinstance(node, ast.Assign) else [node.target]
+            while pending:
+                target = pending.pop()
+                if isinstance(target, ast.Name):
+                    names.add(target.id)
+                elif isinstance(target, (ast.Tuple, ast.List)):
+                    pending.extend(target.elts)
+                elif isinstance(target, ast.Starred):
+                    pending.append(target.value)
     return names
 
 
