@@ -32,6 +32,7 @@ from __future__ import annotations
 import builtins
 import contextlib
 import dataclasses
+import functools
 import hashlib
 import importlib
 import io
@@ -48,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint import __version__
-from eagle3lint.cache_prune import open_namespace, prune_entries
+from eagle3lint.cache_prune import open_namespace, room_after_pruning
 from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.config import CACHE_DIR_NAME, file_kind, read_regular_file
 from eagle3lint.contract import Contract, ContractSite, MemberContract
@@ -184,10 +185,12 @@ def _atomic_write(path: Path, data: bytes) -> None:
         raise
 
 
+@functools.cache
 def _code_digest() -> str:
     """The code of the whole package: stored results depend on every rule and analysis, so an
     entry written by another build of eagle3lint (an unreleased commit too) lands in another
-    namespace instead of being trusted. Hashing ~100 small files costs a few milliseconds."""
+    namespace instead of being trusted. Hashing the package costs a few milliseconds: once per
+    process, not per cache opened (a history opens one per release)."""
     h = hashlib.sha256()
     for name, cls in sorted(_DATACLASSES.items()):
         h.update(f"{name}:{','.join(f.name for f in dataclasses.fields(cls))};".encode())
@@ -319,6 +322,9 @@ class Cache:
         self.pruned = open_namespace(folder, (self.namespace, self.shared))
         self.hits = 0
         self.misses = 0
+        # How many more summaries the shared folder holds before it must be pruned (None: not
+        # listed yet in this run).
+        self._shared_room: int | None = None
         self._ready: set[str] = set()
         # path -> sha256 of every file served through provider(): the inputs of a run.
         self.served: dict[str, str] = {}
@@ -415,8 +421,13 @@ class Cache:
                     if isinstance(result, ModuleSummary):
                         self._store(keys[i], {"summary": result}, self.shared)
                         stored += 1
-                if stored:
-                    prune_entries(self.folder / self.shared)
+                # The shared folder is listed when this run's entries may have filled it, not
+                # after every batch (a cold run stores a batch per module it loads).
+                room = self._shared_room
+                if stored and (room is None or stored > room):
+                    self._shared_room = room_after_pruning(self.folder / self.shared)
+                elif stored and room is not None:
+                    self._shared_room = room - stored
             return [r if r is not None else parse_module(requests[i]) for i, r in enumerate(results)]
 
         return provide

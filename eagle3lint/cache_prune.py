@@ -89,8 +89,20 @@ def _is_our_cache(folder: Path) -> bool:
 def prune_entries(namespace: Path, limit: int = MAX_SHARED_ENTRIES) -> int:
     """Remove the least recently used entries of a namespace beyond ``limit`` (down to nine
     tenths of it, so that the next runs do not each list the folder again); returns how many."""
+    return _prune(namespace, limit)[0]
+
+
+def room_after_pruning(namespace: Path, limit: int = MAX_SHARED_ENTRIES) -> int:
+    """Prune as :func:`prune_entries` does; how many entries may be added before the namespace
+    passes ``limit`` again (a run lists the folder only when it has added that many)."""
+    _, left = _prune(namespace, limit)
+    return limit - left
+
+
+def _prune(namespace: Path, limit: int) -> tuple[int, int]:
+    """(entries removed, entries left)."""
     if not _is_our_cache(namespace.parent):
-        return 0
+        return 0, 0
     entries: list[tuple[float, str]] = []
     try:
         with os.scandir(namespace) as listing:
@@ -100,16 +112,16 @@ def prune_entries(namespace: Path, limit: int = MAX_SHARED_ENTRIES) -> int:
                         if item.is_file(follow_symlinks=False):
                             entries.append((item.stat(follow_symlinks=False).st_mtime, item.path))
     except OSError:
-        return 0
+        return 0, 0
     if len(entries) <= limit:
-        return 0
+        return 0, len(entries)
     entries.sort()
     removed = 0
     for _, path in entries[: len(entries) - limit * 9 // 10]:
         with contextlib.suppress(OSError):
             os.unlink(path)
             removed += 1
-    return removed
+    return removed, len(entries) - removed
 
 
 def _remove_namespace(path: Path) -> bool:

@@ -6,6 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from eagle3lint.cache import Cache
 from eagle3lint.engine_finder import discover_engine
 from eagle3lint.findings import FileError
@@ -103,3 +105,30 @@ def test_a_relative_import_keys_the_summary_by_its_module(tmp_path: Path) -> Non
     # Nor is a package's __init__ the same as a module of the same name.
     package = ParseRequest("/x/a/__init__.py", "sglang.srt.models.a", True, frozenset())
     assert cache.summary_key(here, "d", relative) != cache.summary_key(package, "d", relative)
+
+
+def test_the_shared_folder_is_listed_only_when_this_runs_entries_may_fill_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from eagle3lint import cache as C
+    from eagle3lint import cache_prune
+
+    listings: list[int] = []
+
+    def counted(namespace: Path, limit: int = 4) -> int:
+        room = cache_prune.room_after_pruning(namespace, limit)
+        listings.append(len(list(namespace.glob("*.pickle"))))
+        return room
+
+    monkeypatch.setattr(C, "room_after_pruning", counted)
+    engine = discover_engine([FIXTURES / "sglang_basic" / "sglang"])
+    cache = Cache(tmp_path / "cache", engine, "")
+    provide = cache.provider(lambda requests: [parse_module(r) for r in requests])
+    files = sorted(p.name for p in (engine.root / "srt/models").glob("*.py"))[:7]
+    assert len(files) == 7
+    for name in files:  # one module per batch, as a cold run loads them
+        provide(_requests(engine.root, [name]))
+    # A limit of 4: listed at the first store (1 entry, room for 3), not again until the fifth
+    # entry passed the limit (pruned to nine tenths: 3 left, room for 1), and again at the
+    # seventh (5 entries, pruned to 3): three listings for seven batches, not seven.
+    assert listings == [1, 3, 3]
