@@ -42,7 +42,6 @@ import pickle
 import re
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -57,6 +56,7 @@ from eagle3lint.engine import Engine
 from eagle3lint.findings import FileError
 from eagle3lint.launch_checks import LaunchRefusal
 from eagle3lint.report.paths import line_path
+from eagle3lint.safe_io import write_atomic
 from eagle3lint.sources import ParseRequest, parse_module, read_source
 from eagle3lint.summary import (
     ClassSummary,
@@ -171,18 +171,6 @@ def _is_real_folder(path: Path) -> bool:
         return stat.S_ISDIR(os.lstat(path).st_mode)
     except OSError:
         return False
-
-
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 @functools.cache
@@ -367,7 +355,7 @@ class Cache:
         if not self._prepare(namespace):
             return
         with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
-            _atomic_write(self._entry_path(name, namespace), _dumps({"name": name, **data}))
+            write_atomic(self._entry_path(name, namespace), _dumps({"name": name, **data}))
 
     # ---- summaries -------------------------------------------------------------------
     def summary_key(self, request: ParseRequest, digest: str, data: bytes) -> str:

@@ -257,10 +257,11 @@ def check(
     sys.exit(EXIT_FINDINGS if failing else EXIT_CLEAN)
 
 
-def say_errors(errors: list[FileError]) -> None:
-    """Each file a run could not read, on standard error: its name and the problem, escaped."""
+def say_errors(errors: list[FileError], prefix: str = "") -> None:
+    """Each file a run could not read, on standard error: its name and the problem, escaped
+    (``prefix``: the release it is in, for a history)."""
     for error in errors:
-        click.echo(f"{line_path(error.path)}: error: {line_text(error.message)}", err=True)
+        click.echo(f"{prefix}{line_path(error.path)}: error: {line_text(error.message)}", err=True)
 
 
 def _nothing_to_check(paths: tuple[Path, ...], engine: str | None, verbose: bool) -> tuple[Path, ...]:
@@ -379,11 +380,14 @@ def models(
 ) -> None:
     """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix;
     across releases with a list or range of them."""
-    from eagle3lint.release_query import parse_query
     from eagle3lint.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
-    queries = [parse_query(r) for r in releases]
+    queries = []
+    if releases:  # version parsing loads only where a release is named
+        from eagle3lint.release_query import parse_query
+
+        queries = [parse_query(r) for r in releases]
     if len(queries) > 1 or (queries and queries[0].single is None):
         _models_history(queries, paths, engine, engine_root, settings, output_format, model_names, prereleases, no_cache, verbose)
         return
@@ -442,7 +446,7 @@ def _models_history(
         raise UsageError(f"--engine {engine} contradicts --release {queries[0].text}")
     result = run_history(queries, settings, use_cache=not no_cache, prereleases=prereleases, progress=_history_progress())
     for release, error in result.errors:
-        click.echo(f"{name} {release}: {line_path(error.path)}: error: {error.message}", err=True)
+        say_errors([error], prefix=f"{name} {release}: ")
     unmatched = result.narrowed(model_names)
     where = f"{name} {result.releases[0]} to {result.releases[-1]}" if result.releases else name
     if unmatched and len(unmatched) == len(model_names) and result.releases:
@@ -502,10 +506,11 @@ def _explained_engine(engine: str | None, release: str | None) -> str | None:
     """Whose part ``explain`` shows: the one named, a release's, the configuration's, or the
     engine the working directory is in (walking up) or holds (a checkout); else None (all)."""
     from eagle3lint.engine_finder import engine_name_at
-    from eagle3lint.releases import parse_release_spec
     from eagle3lint.settings_load import load as load_settings
 
     if release:
+        from eagle3lint.release_query import parse_release_spec
+
         name, _ = parse_release_spec(release)
         if engine and engine != name:
             raise UsageError(f"--engine {engine} contradicts --release {release}")

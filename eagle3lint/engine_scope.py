@@ -158,10 +158,12 @@ def _resolve_one(
     extra_models: list[Path],
 ) -> Resolved:
     from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.releases import fetch_release, parse_release_spec
 
     scope = list(paths)
     if release:
+        from eagle3lint.release_query import parse_release_spec
+        from eagle3lint.releases import fetch_release
+
         name, _ = parse_release_spec(release)
         if engine and engine != name:
             raise UsageError(f"--engine {engine} contradicts --release {release}")

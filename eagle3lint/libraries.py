@@ -186,10 +186,10 @@ def _keep_tables(root: Path, version: str) -> Path | None:
     tables = read_tables(root, f"transformers {version}")
     if tables is None:
         return None
-    from eagle3lint.releases import _write_atomic
+    from eagle3lint.safe_io import write_atomic
 
     try:
-        _write_atomic(path, json.dumps(tables.to_json(), separators=(",", ":")))
+        write_atomic(path, json.dumps(tables.to_json(), separators=(",", ":")).encode("utf-8"))
     except OSError:
         return None
     return path

@@ -28,10 +28,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
-from packaging.version import InvalidVersion, Version
+from packaging.version import InvalidVersion
 
 from eagle3lint.errors import ReleaseFetchError
 from eagle3lint.escape import line_text
+from eagle3lint.release_query import normal_version
 
 PIP = [sys.executable, "-m", "pip"]
 QUIET = ["--disable-pip-version-check", "--no-input"]
@@ -81,16 +82,9 @@ class Listing:
     def wheel_for(self, version: str, allow_yanked: bool) -> WheelLink | None:
         """The wheel to read: one this machine could install first, then any other; a yanked
         one only where asked for (an exact pin, as PEP 592 has it)."""
-        links = [w for w in self.wheels.get(normal(version), []) if allow_yanked or w.yanked is None]
+        links = [w for w in self.wheels.get(normal_version(version), []) if allow_yanked or w.yanked is None]
         links.sort(key=lambda w: (w.yanked is not None, not w.compatible, not w.readable, w.filename))
         return links[0] if links else None
-
-
-def normal(version: str) -> str:
-    try:
-        return str(Version(version))
-    except InvalidVersion:
-        return version
 
 
 _FOUND = re.compile(r"^\s*Found link (?P<url>\S+?),?(?: \(from [^)]*\))?(?: \(requires-python:[^)]*\))?, version: (?P<version>\S+)\s*$")
@@ -142,7 +136,7 @@ def parse_listing(name: str, text: str) -> Listing:
             if _path_of(url).endswith(".whl"):
                 _add_wheel(found, url, compatible=True, yanked=None)
             elif _path_of(url).endswith(_SDIST):
-                found.sources.add(normal(version))
+                found.sources.add(normal_version(version))
             continue
         skipped = _SKIPPED.match(line)
         if skipped is None or not _path_of(skipped["url"]).endswith(".whl"):

@@ -28,14 +28,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.errors import ReleaseFetchError, UsageError
-from eagle3lint.release_query import normal_version, parse_release_spec
+from eagle3lint.safe_io import write_atomic
 
 if TYPE_CHECKING:
     # The network half (pip, HTTP, TLS) loads when something is fetched: a run that finds its
     # release in the cache never needs it.
     from eagle3lint import pip_index, remote_zip
 
-__all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "parse_release_spec", "read_wheel_files"]
+__all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "read_wheel_files"]
 
 _COMPLETE = ".eagle3lint-complete"
 DEFAULT_MAX_RELEASES = 16
@@ -159,6 +159,8 @@ def _wheel_link(name: str, version: str) -> pip_index.WheelLink | None:
     link = found.wheel_for(version, allow_yanked=True)  # named exactly: a yanked one too (PEP 592)
     if link is not None:
         return link
+    from eagle3lint.release_query import normal_version
+
     key = normal_version(version)
     if key in found.sources:
         raise pip_index.NoWheel(
@@ -207,50 +209,58 @@ def _download_lock(releases: Path, folder: str) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def cached_release(name: str, version: str) -> Path | None:
-    """The package folder of a release already in the cache (marked used), else None."""
-    target = cache_root() / "releases" / f"{name}-{normal_version(version)}"
-    marker = target / _COMPLETE
-    if not marker.exists():
-        return None
-    with contextlib.suppress(OSError):
-        os.utime(marker)  # LRU bookkeeping
-    return target / name
-
-
 def fetch_release(spec: str, announce: Callable[[str], None] = _announce, keep: int = 0) -> Path:
     """Return the folder holding the release's package (``.../sglang-0.5.9/sglang``).
     ``announce`` gets one line when (and only when) the release is downloaded. ``keep``: the
     cache keeps at least this many releases (a history needs each of its own until it is done)."""
-    name, version = parse_release_spec(spec)
-    version = normal_version(version)
+    # Loaded here, not at start-up: a run without --release needs no version parsing.
+    from eagle3lint.release_query import parse_release_spec
+
+    name, version = parse_release_spec(spec)  # the version as PEP 440 normalises it
     releases = cache_root() / "releases"
     target = releases / f"{name}-{version}"
+    missing = f"the wheel of {name}=={version} holds no {name}/*.py files"
+    if _cached_or_fetched(releases, target, name, version, _python_sources(name), missing, announce):
+        _evict(releases, target, max(_max_entries(), keep))
+    return target / name
+
+
+def _cached_or_fetched(
+    folder: Path, target: Path, name: str, version: str, wanted: Callable[[str], bool], missing: str, announce: Callable[[str], None]
+) -> bool:
+    """Make sure ``target`` holds the ``wanted`` files of ``name==version``'s wheel, one download
+    at a time across processes; whether it was fetched now (a copy in the cache is marked used)."""
     marker = target / _COMPLETE
     if marker.exists():
         os.utime(marker)  # LRU bookkeeping
-        return target / name
-    with _download_lock(releases, target.name):
+        return False
+    with _download_lock(folder, target.name):
         if marker.exists():  # fetched by another process while this one waited
             os.utime(marker)
-            return target / name
+            return False
         announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
-        with tempfile.TemporaryDirectory(dir=releases, prefix=".download-") as tmp:
-            staging = Path(tmp) / "src"
-            progress = _Progress(f"{name}=={version}")
-            transfer = None
-            try:
-                transfer = read_wheel_files(name, version, _python_sources(name), staging, progress)
-            finally:
-                progress.finish(transfer)
-            if not any(staging.glob(f"{name}/**/*.py")):
-                raise ReleaseFetchError(f"the wheel of {name}=={version} holds no {name}/*.py files")
-            (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
-            if target.exists():  # an incomplete copy a killed run left: nobody else uses it
-                shutil.rmtree(target)
-            os.replace(staging, target)
-    _evict(releases, target, max(_max_entries(), keep))
-    return target / name
+        _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
+    return True
+
+
+def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callable[[str], bool], expected: str, missing: str) -> None:
+    """Read the ``wanted`` members into a staging folder in ``folder`` and move it to ``target``
+    whole, marked complete: a failure leaves nothing half-unpacked. ``expected``: a glob the
+    unpacked files must match (else ``missing`` is the error)."""
+    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+        staging = Path(tmp) / "src"
+        progress = _Progress(f"{name}=={version}")
+        transfer = None
+        try:
+            transfer = read_wheel_files(name, version, wanted, staging, progress)
+        finally:
+            progress.finish(transfer)
+        if not any(staging.glob(expected)):
+            raise ReleaseFetchError(missing)
+        (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
+        if target.exists():  # an incomplete copy a killed run left: nobody else uses it
+            shutil.rmtree(target)
+        os.replace(staging, target)
 
 
 def is_cached_release(root: Path) -> bool:
@@ -271,13 +281,13 @@ def cached_release_metadata(root: Path) -> Path | None:
     folder = root.parent
     if not is_cached_release(root):
         return None
-    spec = f"{root.name}=={folder.name[len(root.name) + 1:]}" if folder.name.startswith(f"{root.name}-") else ""
-    if not spec:
+    name = root.name
+    if not folder.name.startswith(f"{name}-"):
         return None
+    version = folder.name[len(name) + 1 :]
     found = sorted(folder.glob("*.dist-info/METADATA"))
     if found:
         return found[0]
-    name, version = spec.split("==", 1)
     with _download_lock(releases, folder.name):
         found = sorted(folder.glob("*.dist-info/METADATA"))
         if found:
@@ -291,24 +301,12 @@ def cached_release_metadata(root: Path) -> Path | None:
             return None
         target = folder / f"{name}-{version}.dist-info" / "METADATA"
         target.parent.mkdir(exist_ok=True)
-        _write_atomic(target, text)
+        write_atomic(target, text.encode("utf-8"))
         return target
 
 
 # A failed look-up (no network) is not repeated on every run.
 _RETRY_AFTER_S = 24 * 3600
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
 
 
 def _pip_metadata(name: str, version: str) -> str | None:
@@ -335,30 +333,9 @@ def fetch_library(name: str, version: str, wanted: Callable[[str], bool], announ
         raise UsageError(f"{name}=={version}: expected NAME==VERSION")
     libraries = cache_root() / "releases" / "libraries"
     target = libraries / f"{name}-{version}"
-    marker = target / _COMPLETE
-    if marker.exists():
-        os.utime(marker)
-        return target / name
-    with _download_lock(libraries, target.name):
-        if marker.exists():
-            os.utime(marker)
-            return target / name
-        announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
-        with tempfile.TemporaryDirectory(dir=libraries, prefix=".download-") as tmp:
-            staging = Path(tmp) / "src"
-            progress = _Progress(f"{name}=={version}")
-            transfer = None
-            try:
-                transfer = read_wheel_files(name, version, _python_sources(name, wanted), staging, progress)
-            finally:
-                progress.finish(transfer)
-            if not any(staging.glob(f"{name}/**/*.py")):
-                raise ReleaseFetchError(f"the wheel of {name}=={version} holds none of the {name}/*.py files needed")
-            (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
-            if target.exists():
-                shutil.rmtree(target)
-            os.replace(staging, target)
-    _evict(libraries, target, _max_entries())
+    missing = f"the wheel of {name}=={version} holds none of the {name}/*.py files needed"
+    if _cached_or_fetched(libraries, target, name, version, _python_sources(name, wanted), missing, announce):
+        _evict(libraries, target, _max_entries())
     return target / name
 
 
@@ -386,18 +363,5 @@ def fetch_package(spec: str) -> Path:
         return target
     packages.mkdir(parents=True, exist_ok=True)
     print(f"eagle3lint: fetching {name}=={version} into {target} ...", file=sys.stderr)
-    with tempfile.TemporaryDirectory(dir=packages, prefix=".download-") as tmp:
-        staging = Path(tmp) / "src"
-        progress = _Progress(f"{name}=={version}")
-        transfer = None
-        try:
-            transfer = read_wheel_files(name, version, _package_files, staging, progress)
-        finally:
-            progress.finish(transfer)
-        if not any(staging.glob("**/*.py")):
-            raise ReleaseFetchError(f"the wheel of {name}=={version} holds no .py files")
-        (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)
+    _unpack(packages, target, name, version, _package_files, "**/*.py", f"the wheel of {name}=={version} holds no .py files")
     return target

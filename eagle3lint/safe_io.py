@@ -2,13 +2,17 @@
 
 A path may name a folder, a named pipe, a device (``/dev/zero`` never ends), a link swapped in
 meanwhile, or a file far too large: each is refused with a reason, never waited on or read
-without bound. Settings, baselines, checkpoints and prompt files all come through here.
+without bound. Settings, baselines, checkpoints and prompt files all come through here. The
+files eagle3lint keeps for itself (cache entries, release metadata) are written whole or not at
+all (:func:`write_atomic`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import stat
+import tempfile
 from pathlib import Path
 
 
@@ -102,3 +106,18 @@ def os_problem(exc: OSError) -> str:
     if isinstance(exc, FileNotFoundError):
         return "no such file"
     return f"cannot be read: {exc.strerror or exc}"
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` through a ``.tmp-`` file beside it, replaced into place: a
+    reader sees the old file or the new one, never part of it, and an interrupted write leaves
+    no temporary file."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
