@@ -32,8 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from eagle3lint import pip_index  # noqa: E402
-from eagle3lint.release_query import parse_query, select  # noqa: E402
+from eagle3lint.history import plan  # noqa: E402
+from eagle3lint.release_query import parse_query  # noqa: E402
 from eagle3lint.releases import _python_sources, fetch_release, read_wheel_files  # noqa: E402
 
 
@@ -158,20 +158,19 @@ def main() -> None:
         report["bytes"] = bench_bytes(opts.vllm)
         print(json.dumps(report["bytes"]), flush=True)
     query = parse_query(opts.range)
-    releases = select([query], pip_index.listing(query.name).versions, prereleases=False)
+    _, releases = plan([query], prereleases=False)
     with tempfile.TemporaryDirectory(prefix="eagle3lint-bench-") as tmp:
         work = Path(tmp)
         if "history" not in opts.skip:
             report["history"] = {"releases": len(releases), **bench_history(opts.range, work)}
             print(json.dumps(report["history"]), flush=True)
-        if "inner" not in opts.skip:
+        if {"inner", "pairs"} - set(opts.skip):
             for release in releases:
-                fetch_release(f"{query.name}=={release}")
+                fetch_release(f"{query.name}=={release}")  # downloads stay out of the timings
+        if "inner" not in opts.skip:
             report["in_history"] = bench_in_history(opts.range, work)
             print(json.dumps(report["in_history"]), flush=True)
         if "pairs" not in opts.skip:
-            for release in releases:
-                fetch_release(f"{query.name}=={release}")  # downloads stay out of the timings
             pairs = []
             for before, after in itertools.pairwise(releases):
                 pairs.append(bench_pair(query.name, before, after, opts.runs, work))

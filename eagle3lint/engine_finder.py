@@ -127,13 +127,18 @@ def engine_at(adapter: EngineAdapter, root: Path) -> Engine:
     return engine
 
 
+def engine_adapters(engine: str | None) -> list[EngineAdapter]:
+    """The engine named (``--engine``), or every engine eagle3lint knows, to look for."""
+    if engine is not None and engine not in ENGINE_NAMES:
+        raise UsageError(f"unknown engine {engine!r}; expected one of: {', '.join(ENGINE_NAMES)}")
+    return [adapter_for(name) for name in ((engine,) if engine else ENGINE_NAMES)]
+
+
 def discover_engine(
     paths: list[Path], engine: str | None = None, engine_root: Path | None = None
 ) -> Engine:
     """The engine the PATHs belong to; ``engine``/``engine_root`` override the search."""
-    if engine is not None and engine not in ENGINE_NAMES:
-        raise UsageError(f"unknown engine {engine!r}; expected one of: {', '.join(ENGINE_NAMES)}")
-    engines = [adapter_for(name) for name in ((engine,) if engine else ENGINE_NAMES)]
+    engines = engine_adapters(engine)
     found: tuple[EngineAdapter, Path] | None = None
     if engine_root is not None:
         root = located(engine_root)

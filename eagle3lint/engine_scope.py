@@ -102,17 +102,15 @@ def _trees(paths: tuple[Path, ...], engine: str | None, extra: dict[str, list[Pa
     PATHs in none; with no PATH, the working directory's, else the installed ones. A PATH
     holding two engines stands for each one's package folder in that engine's scope."""
     from eagle3lint.engine_finder import (
+        engine_adapters,
         engines_around_cwd,
         find_downwards_all,
         find_upwards,
         installed_engine_roots,
         located,
     )
-    from eagle3lint.engines import ENGINE_NAMES, adapter_for
 
-    if engine is not None and engine not in ENGINE_NAMES:
-        raise UsageError(f"unknown engine {engine!r}; expected one of: {', '.join(ENGINE_NAMES)}")
-    adapters = [adapter_for(name) for name in ((engine,) if engine else ENGINE_NAMES)]
+    adapters = engine_adapters(engine)
     if not paths:
         around = engines_around_cwd(adapters)
         if not around:

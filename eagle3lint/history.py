@@ -220,7 +220,7 @@ def run_history(
 def _described(engine: Any, option: str) -> str:
     """A launch option as a user gives it (``--pp-size > 1``)."""
     spec = engine.pack.options.get(option)
-    return str(spec.describe(spec.on_value())) if spec is not None else option
+    return str(spec.described_on()) if spec is not None else option
 
 
 def _order(history: History) -> None:

@@ -62,7 +62,7 @@ class EngineOptions:
             value = self.values.get(name, "")
             if spec is None:
                 continue
-            shown = spec.describe(value) if value not in ("off", "") else f"no {spec.describe(spec.on_value())}"
+            shown = spec.describe(value) if value not in ("off", "") else f"no {spec.described_on()}"
             if shown not in parts:
                 parts.append(shown)
         return ", ".join(parts)

@@ -113,7 +113,8 @@ def read_wheel_files(
     """Unpack the members of ``name==version``'s wheel that ``wanted`` accepts into ``staging``
     (a new folder): ranges of the wheel the index names, else the whole wheel pip downloads.
     Raises :class:`ReleaseFetchError` (``pip_index.NoWheel`` for a release with only a source
-    distribution, ``pip_index.NoSuchRelease`` for none) naming what failed."""
+    distribution, ``pip_index.NoSuchRelease`` for none) naming what failed. ``progress``: none
+    drawn unless given (whoever draws a progress line must also finish it)."""
     from eagle3lint import pip_index, remote_zip
 
     label = f"{name}=={version}"
@@ -123,7 +124,7 @@ def read_wheel_files(
     try:
         if link is not None and link.readable:
             try:
-                _, transfer = remote_zip.read_members(link.url, wanted, staging, spool, label, progress or _Progress(label), link.sha256)
+                _, transfer = remote_zip.read_members(link.url, wanted, staging, spool, label, progress or remote_zip.no_progress, link.sha256)
                 return transfer
             except remote_zip.AuthNeeded:
                 shutil.rmtree(staging, ignore_errors=True)  # pip, which holds the credentials, downloads it
@@ -131,7 +132,7 @@ def read_wheel_files(
         elif link is None:
             url = pip_index.report_url(name, version)
             if url is not None:
-                _, transfer = remote_zip.read_members(url, wanted, staging, spool, label, progress or _Progress(label))
+                _, transfer = remote_zip.read_members(url, wanted, staging, spool, label, progress or remote_zip.no_progress)
                 return transfer
         with tempfile.TemporaryDirectory(dir=spool, prefix=".wheel-") as tmp:
             wheel = pip_index.download(name, version, Path(tmp))

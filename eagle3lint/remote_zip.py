@@ -88,7 +88,7 @@ class Transfer:
     whole: bool = False
 
 
-def _no_progress(received: int, planned: int | None) -> None:
+def no_progress(received: int, planned: int | None) -> None:
     return None
 
 
@@ -301,7 +301,7 @@ def read_members(
     dest: Path,
     spool: Path,
     label: str,
-    progress: Progress = _no_progress,
+    progress: Progress = no_progress,
     sha256: str | None = None,
     opener: Opener | None = None,
 ) -> tuple[list[str], Transfer]:

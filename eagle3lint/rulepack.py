@@ -84,6 +84,10 @@ class OptionSpec:
             return dict(self.spelled).get(value, f"{self.flag}={value}")
         return self.flag
 
+    def described_on(self) -> str:
+        """How a user turns it on (:meth:`describe` of :meth:`on_value`)."""
+        return self.describe(self.on_value())
+
 
 @dataclass(frozen=True)
 class OtherPattern:

@@ -479,7 +479,7 @@ class CaptureSkippedUnderOption(Rule):
                         if spec is None or option in reported or set(exempt) & names:
                             continue
                         reported.add(option)
-                        yield self._finding(ctx, model, holder, reads.where, loop.line, line, spec.name, spec.describe(spec.on_value()), spec.on_value())
+                        yield self._finding(ctx, model, holder, reads.where, loop.line, line, spec.name, spec.described_on(), spec.on_value())
 
     def _finding(self, ctx: CheckContext, model: ModelClass, holder: ClassRef, where: str, loop_line: int, test_line: int, option: str, described: str, value: str) -> Finding:
         spec = ctx.pack.capture

@@ -258,7 +258,7 @@ class CheckContext:
                 continue
             evidence = Related(str(engine.absolute(refusal.path)), refusal.line, f"the engine refuses the launch: {refusal.message}")
             effects.append(
-                Effect(REFUSED, STAGE_LAUNCH, evidence, ((spec.name, spec.on_value()),), f"this release refuses EAGLE-3 with {spec.describe(spec.on_value())}")
+                Effect(REFUSED, STAGE_LAUNCH, evidence, ((spec.name, spec.on_value()),), f"this release refuses EAGLE-3 with {spec.described_on()}")
             )
         return effects
 

@@ -10,6 +10,7 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
+from eagle3lint.findings import SEVERITY_ORDER
 from eagle3lint.report.concise import summary_line
 
 if TYPE_CHECKING:
@@ -22,10 +23,9 @@ def statistics(result: CheckResult) -> list[dict[str, Any]]:
     names = known_rule_codes()
     counts = Counter(f.code for f in result.findings)
     # A rule's findings may differ in severity (a project's overrides, the verdicts): the worst.
-    order = {"error": 0, "warning": 1, "info": 2}
     worst: dict[str, str] = {}
     for finding in result.findings:
-        if order.get(finding.severity, 3) < order.get(worst.get(finding.code, ""), 3):
+        if SEVERITY_ORDER.get(finding.severity, 3) < SEVERITY_ORDER.get(worst.get(finding.code, ""), 3):
             worst[finding.code] = finding.severity
     rows = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return [{"code": code, "name": names.get(code, ""), "severity": worst.get(code), "count": n} for code, n in rows]

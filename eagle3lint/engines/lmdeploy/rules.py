@@ -481,10 +481,10 @@ class CaptureRefusedUnderOption(LmdeployRule):
                 continue
             at = raised.spot
             message = (
-                f"`{_name(model)}`: with {spec.describe(spec.on_value())}, `{at.owner}.{at.function}` raises "
+                f"`{_name(model)}`: with {spec.described_on()}, `{at.owner}.{at.function}` raises "
                 f"{raised.exception}('{raised.message}') while capture layers are set ({at.path}:{at.line})"
             )
-            effect = Effect(REFUSED, STAGE_WARMUP, ctx.at_spot(at, f"{raised.exception}: {raised.message}"), ((spec.name, spec.on_value()),), f"refused with {spec.describe(spec.on_value())}", self.code)
+            effect = Effect(REFUSED, STAGE_WARMUP, ctx.at_spot(at, f"{raised.exception}: {raised.message}"), ((spec.name, spec.on_value()),), f"refused with {spec.described_on()}", self.code)
             yield ctx.finding(CaptureRefusedUnderOption, model, raised.option, message, [], effect=effect)
 
 
