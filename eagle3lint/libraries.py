@@ -22,7 +22,7 @@ from pathlib import Path
 from eagle3lint.adapter import LibraryWanted
 from eagle3lint.engine import Engine, Library
 from eagle3lint.errors import ReleaseFetchError, UsageError
-from eagle3lint.plugins import is_version
+from eagle3lint.plugins import is_version, normalize_name
 
 _REQUIREMENT = re.compile(r"^\s*(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?P<spec>[^;#]*)(?:;(?P<marker>[^#]*))?")
 _CLAUSE = re.compile(r"^\s*(?P<op>===|==|~=|!=|<=|>=|<|>)\s*(?P<version>[0-9][0-9A-Za-z.*+!-]*)\s*$")
@@ -30,16 +30,12 @@ _VERSION = re.compile(r"""^__version__[ \t]*=[ \t]*['"]([^'"\r\n]+)['"]""", re.M
 _TABLES = "eagle3lint-model-types.json"
 
 
-def _normal(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 def requirement_on(lines: list[str], name: str) -> str | None:
     """The version specifier a requirement list puts on ``name`` (``<5,>=4.56.0``): the first
     line naming it that no extra gates; "" for a bare name; None where none names it."""
     for line in lines:
         match = _REQUIREMENT.match(line)
-        if match is None or _normal(match["name"]) != _normal(name):
+        if match is None or normalize_name(match["name"]) != normalize_name(name):
             continue
         if match["marker"] and "extra" in match["marker"]:
             continue

@@ -44,11 +44,6 @@ def member_stage(position: int) -> float:
     return STAGE_MEMBERS + min(position, 99) / 100
 
 
-def guard_outcome(guard: str) -> str:
-    """What a missing member does at a call site with this guard (``eagle3lint.contract``)."""
-    return {"none": CRASH, "error": REFUSED}.get(guard, WORKS)
-
-
 @dataclass(frozen=True)
 class Effect:
     """What a cause does when EAGLE-3 runs on the model."""
@@ -62,6 +57,11 @@ class Effect:
     # Why, in a few words, for a model's row ("lacks `get_embed_and_head`").
     reason: str = ""
     code: str = ""  # the finding it comes from ("" for an engine fact, not a finding)
+
+    @property
+    def cause(self) -> str:
+        """Why, with the finding's code first where a finding caused it (``E3L011: ...``)."""
+        return f"{self.code}: {self.reason}" if self.code else self.reason
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -90,16 +90,6 @@ class ConditionalOutcome:
             "evidence": self.evidence.to_json() if self.evidence else None,
             "reason": self.reason,
         }
-
-
-@dataclass
-class ModelOutcome:
-    """A model's outcome under the run's launch options, the effect that decided it, and the
-    options under which it would differ."""
-
-    outcome: str
-    decided_by: Effect | None = None
-    conditions: list[ConditionalOutcome] = field(default_factory=list)
 
 
 def first_effect(effects: list[Effect]) -> Effect | None:

@@ -136,7 +136,8 @@ def package_roots(path: Path) -> list[Path]:
     return found
 
 
-def _normalize(name: str) -> str:
+def normalize_name(name: str) -> str:
+    """A distribution's name as PEP 503 compares it (``Foo_Bar.baz`` is ``foo-bar-baz``)."""
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
@@ -157,7 +158,7 @@ def _lists_package(info: Path, package: str) -> bool:
     if record is not None and re.search(rf"^{re.escape(package)}/", record, re.M):
         return True
     stem = info.name.split("-")[0]
-    return _normalize(stem) == _normalize(package)
+    return normalize_name(stem) == normalize_name(package)
 
 
 def _entry_points_txt(path: Path, errors: list[FileError]) -> list[EntryPoint]:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.errors import ReleaseFetchError, UsageError
+from eagle3lint.plugins import normalize_name
 from eagle3lint.safe_io import write_atomic
 
 if TYPE_CHECKING:
@@ -359,7 +360,7 @@ def fetch_package(spec: str) -> Path:
         raise UsageError(f"{spec!r}: expected NAME==VERSION")
     name, version = match["name"], match["version"]
     packages = cache_root() / "packages"
-    target = packages / f"{re.sub(r'[-_.]+', '-', name).lower()}-{version}"
+    target = packages / f"{normalize_name(name)}-{version}"
     if (target / _COMPLETE).exists():
         return target
     packages.mkdir(parents=True, exist_ok=True)

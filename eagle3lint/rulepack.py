@@ -349,10 +349,11 @@ def parse_pack(pack_path: Path, data: dict[str, Any], digest: str) -> RulePack:
         walk_methods=tuple(data.get("walk_methods", [])),
         eagle3_members=_strings(pack_path, verdict, "verdict.eagle3_members"),
         capture_attributes=_strings(pack_path, verdict, "verdict.capture_attributes"),
-        capture=_with_option_tests(_capture_spec(pack_path, data.get("capture")), _options(pack_path, data.get("option", []))),
+        # Read once (its refusal patterns compile): the capture follows its tests, the pack keeps it.
+        capture=_with_option_tests(_capture_spec(pack_path, data.get("capture")), (options := _options(pack_path, data.get("option", [])))),
         plugin_groups=_strings(pack_path, _table(pack_path, data, "plugins"), "plugins.entry_point_groups"),
         plugin_model_pattern=_plugin_model_pattern(pack_path, _strings(pack_path, _table(pack_path, data, "plugins"), "plugins.model_patterns")),
-        options=_options(pack_path, data.get("option", [])),
+        options=options,
         raw=data,
         digest=digest,
     )

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagle3lint.ast_names import dotted_name
 from eagle3lint.capture_facts import CaptureFacts, CaptureSpec
 from eagle3lint.lines import source_lines
 from eagle3lint.suppressions import FileSuppressions
@@ -996,13 +997,6 @@ class _ModuleBuilder:
             entry.constructions.extend(_construction(value, lineno, branch))
 
 
-def _plain_name(node: ast.AST) -> bool:
-    """``a.b.c`` made of names and attributes only (no calls or subscripts on the way)."""
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return isinstance(node, ast.Name)
-
-
 def _class_table(value: ast.Dict, known: dict[str, list[tuple[str, str]]]) -> list[tuple[str, str]]:
     """The entries of a dict literal whose values are all names (``**OTHER`` merges a table of
     the module read before it); [] when any value is something else."""
@@ -1014,7 +1008,7 @@ def _class_table(value: ast.Dict, known: dict[str, list[tuple[str, str]]]) -> li
                 return []
             entries.extend(merged)
             continue
-        name = dotted(item) if _plain_name(item) else None
+        name = dotted_name(item)  # names and attributes only: no call or subscript on the way
         if name is None:
             return []
         entries.append((_literal_text(key) or "?", name))

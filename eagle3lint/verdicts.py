@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 
 from eagle3lint.outcomes import (
     FAILS,
+    OUTCOMES,
     REFUSED,
     WORKS,
     ConditionalOutcome,
@@ -176,7 +177,7 @@ def _verdict(ctx: CheckContext, model: ModelClass, own: list[Finding], by_code: 
     conditions = tuple(_conditions(ctx, effects, decided))
     outcome = decided.outcome if decided else WORKS
     proof = decided
-    why = _because(decided)
+    why = decided.cause if decided is not None else ""
     if decided is not None and decided.outcome in FAILS:
         if has_eagle3:
             return Verdict(BROKEN, f"{outcome}: {why}", evidence, outcome, proof, conditions)
@@ -196,13 +197,6 @@ def _verdict(ctx: CheckContext, model: ModelClass, own: list[Finding], by_code: 
     return Verdict(SUPPORTED, f"EAGLE-3 interface complete ({evidence}){tail}", evidence, WORKS, None, conditions)
 
 
-def _because(effect: Effect | None) -> str:
-    if effect is None:
-        return ""
-    code = f"{effect.code}: " if effect.code else ""
-    return f"{code}{effect.reason}"
-
-
 def _conditions(ctx: CheckContext, effects: list[Effect], decided: Effect | None) -> list[ConditionalOutcome]:
     """The options under which the outcome would differ: each condition of an effect that does
     not act in this run, tried on its own. Refusals every target shares (a launch check of the
@@ -220,7 +214,7 @@ def _conditions(ctx: CheckContext, effects: list[Effect], decided: Effect | None
         with_it = first_effect([e for e in effects if options.active(e.condition) or e.condition == condition])
         if with_it is None or with_it.outcome == current:
             continue
-        out.append(ConditionalOutcome(condition, options.describe(condition), with_it.outcome, with_it.evidence, _because(with_it)))
+        out.append(ConditionalOutcome(condition, options.describe(condition), with_it.outcome, with_it.evidence, with_it.cause))
     return out
 
 
@@ -235,8 +229,6 @@ def status_counts(models: list[ModelClass]) -> dict[str, int]:
 
 def outcome_counts(models: list[ModelClass]) -> dict[str, int]:
     """How many target models have each outcome (classes that are not targets have none)."""
-    from eagle3lint.outcomes import OUTCOMES
-
     counts = dict.fromkeys(OUTCOMES, 0)
     for model in models:
         if model.outcome in counts:

@@ -310,7 +310,10 @@ class CheckContext:
         column: int | None = None,
         data: dict[str, object] | None = None,
         effect: Effect | None = None,
+        model_note: bool = True,
     ) -> Finding:
+        """``model_note``: False where the message already says what the engine's note on the
+        model would (vLLM's allow-list), so that it is not said twice."""
         return Finding(
             code=rule.code,  # type: ignore[attr-defined]
             rule=rule.name,  # type: ignore[attr-defined]
@@ -321,8 +324,7 @@ class CheckContext:
             class_name=model.ref.qualname.rsplit(".", 1)[-1],
             qualname=f"{model.ref.module}.{model.ref.qualname}",
             method=member,
-            # A rule whose message already says what the note would (vLLM's allow-list) opts out.
-            message=message + ("" if getattr(rule, "states_model_note", False) else self.model_note(model)),
+            message=message + (self.model_note(model) if model_note else ""),
             related=self.related_for(sites),
             data=data or {},
             variant=model.variant,

@@ -115,8 +115,7 @@ def _launch_phrase(decided: Effect | None) -> str:
     finding's effect, or the engine's own: a config it never admits, a fallback it takes)."""
     if decided is None or decided.outcome not in _OUTCOME_PHRASES:
         return "this engine version asks nothing of it"
-    cause = f"{decided.code}: {decided.reason}" if decided.code else decided.reason
-    return f"the engine asks no member of it, but {_OUTCOME_PHRASES[decided.outcome]} ({cause})"
+    return f"the engine asks no member of it, but {_OUTCOME_PHRASES[decided.outcome]} ({decided.cause})"
 
 
 class ReplacementDropsEagle3(Rule):

@@ -5,7 +5,7 @@ Releases up to 0.21 refuse EAGLE-3 before the weights load unless the target's
 tree names architectures; their types come from two tables, both read as source:
 
 * transformers' (:mod:`eagle3lint.hf_types`), of the release the engine pins
-  (``Engine.library("transformers")``): a class name maps to every model type that lists it;
+  (``Engine.library``, the one ``[model_types] library`` names): a class name maps to every model type that lists it;
 * the engine's own config registry (``_CONFIG_REGISTRY`` in ``transformers_utils/config.py``:
   model type -> config class, the classes in ``transformers_utils/configs/``), for types
   transformers does not know, or whose config vLLM replaces. A registry class ``FooConfig``
@@ -140,8 +140,8 @@ def _registry_entries(tree: ast.Module, name: str) -> dict[str, str]:
     return {}
 
 
-def _load_transformers(engine: Engine) -> tuple[TypeTables | None, str]:
-    library = engine.library("transformers")
+def _load_transformers(engine: Engine, name: str) -> tuple[TypeTables | None, str]:
+    library = engine.library(name)
     if library is None:
         return None, "no transformers was looked for"
     if library.root is None:
@@ -162,9 +162,10 @@ def _load_transformers(engine: Engine) -> tuple[TypeTables | None, str]:
 
 def read_model_types(engine: Engine, vpack: VllmPack) -> ModelTypeTables:
     """The tables for this tree: transformers' (where a release was found) and the registry's."""
-    transformers, origin = _load_transformers(engine)
+    # The library the pack names (``[model_types] library``), as the adapter asked it fetched.
+    transformers, origin = _load_transformers(engine, vpack.types_library)
     configs: dict[str, ConfigFacts] = dict(transformers.configs) if transformers else {}
-    library = engine.library("transformers")
+    library = engine.library(vpack.types_library)
     label = f"transformers {library.version}" if library is not None and transformers is not None else ""
     result = ModelTypeTables(origin, label, suffixes=vpack.architecture_suffixes)
     registry_path = engine.root / vpack.config_registry if vpack.config_registry else None

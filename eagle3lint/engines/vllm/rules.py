@@ -428,9 +428,8 @@ class UndeclaredEagle3Support(VllmRule):
                     "path": holder.path,
                     "replaces": [[code, name] for name, _ in gaps for code in ("E3L001", "E3L004")],
                 },
+                model_note=not listed_first,  # listed first, it says what the allow-list note would
             )
-            if listed_first:
-                finding.message = message  # it says what the allow-list note would
             yield finding
 
 
@@ -598,9 +597,6 @@ class ModelTypeNotAllowed(VllmRule):
     code = "E3L017"
     name = "model-type-not-allowed"
     severity = "warning"
-    # The message names the list and the types itself: the note would say it twice.
-    states_model_note = True
-
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
         from eagle3lint.verdicts import eagle3_evidence
 
@@ -648,7 +644,8 @@ class ModelTypeNotAllowed(VllmRule):
                     f"({_sources(judgement.refused, tables.label)}); " + "; ".join(admitted)
                 )
                 effect, severity = None, "info"
-            finding = ctx.finding(ModelTypeNotAllowed, model, "", message, [], severity=severity, data=data, effect=effect)
+            # The message names the list and the types itself: the note would say it twice.
+            finding = ctx.finding(ModelTypeNotAllowed, model, "", message, [], severity=severity, data=data, effect=effect, model_note=False)
             finding.related = [evidence]
             yield finding
 
