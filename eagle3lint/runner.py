@@ -160,7 +160,7 @@ def run_check(
         if with_fixes:
             from eagle3lint.fix.attach import attach_fixes
 
-            fix_inputs = attach_fixes(result, tuple(fix_patterns_for(engine.name)), reporting_scope)
+            fix_inputs = attach_fixes(result, tuple(fix_patterns_for(engine.name)), reporting_scope, context=ctx)
         if results is not None and cache is not None and not result.errors:
             inputs = _run_inputs(cache.served, fix_inputs)
             if inputs is not None:

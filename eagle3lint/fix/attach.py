@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.checks.context import CheckContext
 from eagle3lint.findings import Fix
 from eagle3lint.fix.diff import diff_label, unified_diff
 from eagle3lint.fix.edits import ApplyError, Edit, edits_by_path
@@ -18,14 +19,18 @@ from eagle3lint.result import CheckResult
 from eagle3lint.sources import syntax_problem
 
 
-def attach_fixes(result: CheckResult, patterns: tuple[type[FixPattern], ...], scope: list[Path] | None = None) -> dict[str, str]:
+def attach_fixes(
+    result: CheckResult, patterns: tuple[type[FixPattern], ...], scope: list[Path] | None = None, context: CheckContext | None = None
+) -> dict[str, str]:
     """Fill ``Finding.fix`` for every finding one of the engine's ``patterns`` fits, each with its own diff. The diffs
     are rendered on every core, the plans of one file together (they share its parse).
+
+    ``context``: the engine's context the check ran with, whose analyses the patterns reuse.
 
     Returns the SHA-256 of every file the fixes were made from, as this process read it before
     any diff was rendered: a stored copy of the fixes is stale once one of them changes."""
     sources = SourceSet()
-    env = FixEnv(result, sources, scope or [result.engine.root], patterns)
+    env = FixEnv(result, sources, scope or [result.engine.root], patterns, check_context=context)
     plans = plan_fixes(env)
     jobs: dict[str, list[tuple[int, tuple[Edit, ...]]]] = {}
     for n, plan in enumerate(plans):

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -71,6 +72,9 @@ class FixEnv:
     # The engine's patterns, in the order its adapter lists them (the registry's
     # ``fix_patterns_for``: the code that drives the fix asks it).
     patterns: tuple[type[FixPattern], ...] = ()
+    # The engine's own context the check ran with, where the fixes are planned for that very
+    # check: an engine's patterns reuse its analyses instead of redoing them (None: build anew).
+    check_context: CheckContext | None = None
     ctx: CheckContext = field(init=False)
     templates: dict[str, TemplateSet] = field(init=False)
     # Analyses an engine's patterns share across findings (vLLM's rule context).
@@ -135,6 +139,39 @@ class FixPattern:
 def patterns_for(patterns: Iterable[type[FixPattern]], code: str) -> list[type[FixPattern]]:
     """The engine's patterns that answer ``code``, in the order it lists them."""
     return [p for p in patterns if code in p.codes]
+
+
+def planner_refusals(
+    ctx: CheckContext,
+    findings: list[Finding],
+    patterns: tuple[type[FixPattern], ...],
+    first: Callable[[Finding, FixEnv], str | None] | None = None,
+) -> dict[int, str]:
+    """Why the planner implements EAGLE-3 in none of these E3L020 findings' models (by
+    ``id(finding)``): its own plans, made here as ``fix`` makes them, so that the check offers a
+    fix exactly where ``fix --unsafe-fixes`` shows one. ``first``: the engine's cheap first test
+    of a finding (the planner's own first step), a reason or None to plan it."""
+    from eagle3lint.result import CheckResult
+
+    result = CheckResult(engine=ctx.index.engine, contract=ctx.contract, findings=[], errors=[], models=ctx.models, index=ctx.index)
+    # Every file is in scope: whether the fix is written is for the PATHs `fix` is given.
+    env = FixEnv(result, SourceSet(), [Path(os.sep)], patterns, check_context=ctx)
+    refusals: dict[int, str] = {}
+    planned: list[Finding] = []
+    for finding in findings:
+        why = first(finding, env) if first is not None else None
+        if why is not None:
+            refusals[id(finding)] = why
+        else:
+            planned.append(finding)
+    plans = {id(plan.finding): plan for plan in plan_fixes(env, planned)}
+    for finding in planned:
+        plan = plans.get(id(finding))
+        if plan is None:
+            refusals[id(finding)] = "no fix pattern fits it"
+        elif plan.applicability == DISPLAY_ONLY:
+            refusals[id(finding)] = plan.note or plan.description
+    return refusals
 
 
 def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[PlannedFix]:

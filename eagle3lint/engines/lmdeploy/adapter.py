@@ -52,7 +52,7 @@ class LmdeployAdapter(EngineAdapter):
 
         discovery = loaded if isinstance(loaded, Discovery) else Discovery(None, None)
         models, unresolved = lmdeploy_models(index, discovery)
-        return ModelsInContext(models, unresolved, LmdeployContext(index=index, contract=contract, models=models))
+        return ModelsInContext(models, unresolved, LmdeployContext(index=index, contract=contract, models=models, fix_patterns=self.fix_patterns()))
 
     def rules(self) -> tuple[type[Rule], ...]:
         from eagle3lint.engines.lmdeploy.rules import LMDEPLOY_RULES

@@ -3,6 +3,9 @@ the builders of its checkpoints (``checkpoints``) and its capture flow (``flow``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
 from eagle3lint.engines.lmdeploy.builders import NEVER, Place
@@ -24,13 +27,21 @@ from eagle3lint.index import ClassRef
 from eagle3lint.models import TARGET, ModelClass, classify, inner_model_choices
 from eagle3lint.outcomes import SILENT, STAGE_FORWARD, Effect
 
+if TYPE_CHECKING:
+    from eagle3lint.fix.planner import FixPattern
+
 # The draft's warm-up (the first forward passes, before any request), and serving, where what the
 # drafter reads decides acceptance: a warm-up crash is seen before a silent failure.
 STAGE_WARMUP = STAGE_FORWARD
 STAGE_SERVING = STAGE_FORWARD + 0.5
 
 
+@dataclass
 class LmdeployContext(CheckContext):
+    # The engine's fix patterns (the adapter hands them in): E3L020 offers a fix exactly where
+    # the planner makes one with them.
+    fix_patterns: tuple[type[FixPattern], ...] = ()
+
     @property
     def lcontract(self) -> LmdeployContract | None:
         value = self.contract.extra.get("lmdeploy")
@@ -102,19 +113,17 @@ class LmdeployContext(CheckContext):
         return self.at(contract.fallback, text)
 
     def implementation_refusals(self, findings: list[Finding]) -> dict[int, str]:
-        """Why the decoder-capture fix cannot implement EAGLE-3 in each finding's model (its
-        decoder loop has not the common shape, or its checkpoints' builder refuses or leaves it
-        out): by ``id(finding)``."""
-        from eagle3lint.engines.lmdeploy.shape import implementation_refusal
+        """Why the fix planner implements EAGLE-3 in none of these findings' models, as ``fix``
+        plans them; first, without planning, where the checkpoints' builder refuses the method
+        or leaves the model out (a capture would stay empty)."""
+        from eagle3lint.engines.lmdeploy.shape import builders_problem
+        from eagle3lint.fix.planner import FixEnv, planner_refusals
 
-        by_name = {f"{m.ref.module}.{m.ref.qualname}": m for m in self.models}
-        refusals: dict[int, str | None] = {}
-        for finding in findings:
-            model = by_name.get(finding.qualname)
-            if model is None:
-                continue
+        def first(finding: Finding, env: FixEnv) -> str | None:
+            model = env.model_for(finding)
             try:
-                refusals[id(finding)] = implementation_refusal(self.index, self.reader(), self.lcontract, self.analysis(model), model)
+                return builders_problem(self.lcontract, self.analysis(model)) if model is not None else None
             except RecursionError:
-                refusals[id(finding)] = "nested too deeply to read"
-        return {key: why for key, why in refusals.items() if why is not None}
+                return "nested too deeply to read"
+
+        return planner_refusals(self, findings, self.fix_patterns, first)

@@ -52,10 +52,14 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 def _context(env: FixEnv) -> LmdeployContext | None:
-    """The rules' LMDeploy context for this check result, built once per fix run."""
+    """The rules' LMDeploy context for this check result: the check's own where the fixes are
+    planned for it, else built once per fix run."""
     if "lmdeploy" not in env.shared:
         result = env.result
-        env.shared["lmdeploy"] = LmdeployContext(index=env.index, contract=result.contract, models=result.models)
+        given = env.check_context
+        env.shared["lmdeploy"] = (
+            given if isinstance(given, LmdeployContext) else LmdeployContext(index=env.index, contract=result.contract, models=result.models)
+        )
     context = env.shared["lmdeploy"]
     return context if isinstance(context, LmdeployContext) and context.lcontract is not None else None
 

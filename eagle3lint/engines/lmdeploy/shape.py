@@ -26,8 +26,6 @@ from eagle3lint.index import ClassRef, ProjectIndex
 if TYPE_CHECKING:
     from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
     from eagle3lint.engines.lmdeploy.facts import LmdeployContract
-    from eagle3lint.engines.lmdeploy.flow import FlowReader
-    from eagle3lint.models import ModelClass
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -112,31 +110,4 @@ def builders_problem(contract: LmdeployContract | None, analysis: ModelAnalysis 
             return f"{builder.name} never opts {family.describe()} into speculative decoding"
         if builder.layers != SET:
             return f"{builder.name} names no capture layers for {family.describe()}"
-    return None
-
-
-def implementation_refusal(
-    index: ProjectIndex, reader: FlowReader, contract: LmdeployContract | None, analysis: ModelAnalysis | None, model: ModelClass
-) -> str | None:
-    """Why the decoder-capture fix cannot implement EAGLE-3 in a model with none (None: it can,
-    unsafely)."""
-    problem = builders_problem(contract, analysis)
-    if problem is not None:
-        return problem
-    decoder = decoder_of(index, model.ref)
-    if decoder is None:
-        return f"`{model.summary.name}` holds no single decoder in `self.model`"
-    lookup = index.lookup(decoder, "forward")
-    if lookup.owner != decoder or lookup.function is None:
-        return f"`{decoder.qualname}` does not define its own `forward`"
-    body = reader.body(decoder, lookup.function)
-    if body is None:
-        return f"`{decoder.qualname}.forward` cannot be read"
-    try:
-        find_decoder_loop(body.tree, "layers", "aux_hidden_states", f"{decoder.qualname}.forward")
-    except NotCommonShape as exc:
-        return str(exc)
-    module = index.module(decoder.module)
-    if module is None or "torch" not in module.imports:
-        return f"the module of `{decoder.qualname}` does not import torch"
     return None

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-import os
 import re
 from collections.abc import Callable
-from pathlib import Path
 
 from eagle3lint.ast_names import dotted_name
 from eagle3lint.capture import Reads
@@ -40,6 +38,7 @@ from eagle3lint.fix.planner import (
     PlannedFix,
     class_path,
     member_edits,
+    planner_refusals,
 )
 from eagle3lint.fix.residual import POST_NORM, residual_handling
 from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
@@ -208,39 +207,22 @@ class _NotCommonShape(Exception):
 
 def implementation_refusals(ctx: CheckContext, findings: list[Finding]) -> dict[int, str]:
     """Why the fix planner implements EAGLE-3 in none of these E3L020 findings' models (by
-    ``id(finding)``): the planner's own plans, made here as ``fix`` makes them, so that the
-    check offers a fix exactly where ``fix --unsafe-fixes`` shows one."""
-    from eagle3lint.fix.planner import plan_fixes
-    from eagle3lint.fix.texts import SourceSet
-    from eagle3lint.result import CheckResult
+    ``id(finding)``), as :func:`planner_refusals` plans them."""
 
-    result = CheckResult(
-        engine=ctx.index.engine, contract=ctx.contract, findings=[], errors=[], models=ctx.models, index=ctx.index
-    )
-    # Every file is in scope: whether the fix is written is for the PATHs `fix` is given.
-    env = FixEnv(result, SourceSet(), [Path(os.sep)], FIX_PATTERNS)
-    refusals: dict[int, str] = {}
-    # Most models fail the capture's first test, from text alone (the planner's first step too:
-    # the capture is all or nothing, so the plan is display-only); only the others are planned.
-    capture = env.template("leaf-capture")
-    answered = set(capture.setting("members", [])) if capture is not None else set()
-    planned: list[Finding] = []
-    for finding in findings:
+    def first(finding: Finding, env: FixEnv) -> str | None:
+        # Most models fail the capture's first test, from text alone (the planner's first step
+        # too: the capture is all or nothing, so the plan is display-only); only the others are
+        # planned.
+        capture = env.template("leaf-capture")
         model = env.model_for(finding)
+        if model is None or capture is None:
+            return None
         members = set(finding.data.get("members") or [finding.method])
-        why = capture_refusal(env.index, model, capture, env.sources.get) if model and capture and members & answered else None
-        if why is not None:
-            refusals[id(finding)] = why
-        else:
-            planned.append(finding)
-    plans = {id(plan.finding): plan for plan in plan_fixes(env, planned)}
-    for finding in planned:
-        plan = plans.get(id(finding))
-        if plan is None:
-            refusals[id(finding)] = "no fix pattern fits it"
-        elif plan.applicability == DISPLAY_ONLY:
-            refusals[id(finding)] = plan.note or plan.description
-    return refusals
+        if not members & set(capture.setting("members", [])):
+            return None
+        return capture_refusal(env.index, model, capture, env.sources.get)
+
+    return planner_refusals(ctx, findings, FIX_PATTERNS, first)
 
 
 def capture_refusal(index: ProjectIndex, model: ModelClass, template: TemplateSet, source: Callable[[str], object]) -> str | None:

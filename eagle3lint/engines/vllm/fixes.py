@@ -52,12 +52,16 @@ from eagle3lint.summary import ModuleSummary
 
 
 def _context(env: FixEnv) -> VllmCheckContext | None:
-    """The rules' vLLM context for this check result, built once per fix run."""
+    """The rules' vLLM context for this check result: the check's own where the fixes are
+    planned for it, else built once per fix run."""
     if "vllm" not in env.shared:
         result = env.result
         extra = result.contract.extra.get("vllm")
-        env.shared["vllm"] = VllmCheckContext(
-            index=env.index, contract=result.contract, models=result.models, vllm=extra if isinstance(extra, VllmContract) else None
+        given = env.check_context
+        env.shared["vllm"] = (
+            given
+            if isinstance(given, VllmCheckContext)
+            else VllmCheckContext(index=env.index, contract=result.contract, models=result.models, vllm=extra if isinstance(extra, VllmContract) else None)
         )
     context = env.shared["vllm"]
     return context if isinstance(context, VllmCheckContext) and context.protocol is not None else None
