@@ -98,7 +98,8 @@ class _LazyGroup(click.Group):
     """Subcommands living in other modules load when named (or listed by --help): ``check``
     on every commit should not pay for importing the fixer and the GPU launcher."""
 
-    lazy = {"fix": "eagle3lint.fix.cli:fix", "verify": "eagle3lint.verify.cli:verify", "preflight": "eagle3lint.verify.cli:preflight"}
+    lazy = {"fix": "eagle3lint.fix.cli:fix", "verify": "eagle3lint.verify.cli:verify", "preflight": "eagle3lint.verify.cli:preflight",
+            "engine-run": "eagle3lint.enginerun.cli:engine_run"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])

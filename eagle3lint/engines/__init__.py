@@ -22,6 +22,7 @@ from eagle3lint.errors import UsageError
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule, RuleRegistry
     from eagle3lint.checks.context import CheckContext
+    from eagle3lint.enginerun.spec import EngineRunSpec
     from eagle3lint.fix.planner import FixPattern
     from eagle3lint.ports import ContextPort
     from eagle3lint.verify.driver import ServerDriver
@@ -170,3 +171,21 @@ __all__ = [
     "rules_for",
     "server_for",
 ]
+
+
+# Engines whose build runs EAGLE-3 on a CPU (``eagle3lint engine-run``), by name: the module that
+# holds the engine's EngineRunSpec.
+_ENGINE_RUNS: dict[str, str] = {"vllm": "eagle3lint.engines.vllm.engine_run"}
+
+
+def engine_run_for(name: str) -> EngineRunSpec:
+    """How ``engine-run`` launches this engine's CPU build."""
+    import importlib
+
+    from eagle3lint.enginerun.spec import EngineRunSpec
+
+    if name not in _ENGINE_RUNS:
+        raise UsageError(f"engine-run: {name} publishes no CPU build that runs EAGLE-3 here (engines with one: {engines_phrase(_ENGINE_RUNS)})")
+    spec = importlib.import_module(_ENGINE_RUNS[name]).SPEC
+    assert isinstance(spec, EngineRunSpec)
+    return spec

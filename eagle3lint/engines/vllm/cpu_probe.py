@@ -1,0 +1,330 @@
+"""The vLLM CPU engine probe: run inside the *engine's* interpreter, one launch per process.
+
+    ENGINE_PYTHON cpu_probe.py SPEC.json
+
+SPEC names the architecture (or a model folder), the mode (``base``: the target alone; ``eagle``:
+with a one-layer EAGLE-3 drafter) and where to write the record. The probe builds a shrunken config
+from the architecture's own config class (transformers' or vLLM's), launches ``vllm.LLM`` offline
+with dummy weights, and records what the runner asked of the target (the aux layer ids), what the
+target's forward returned (how many auxiliary states, their widths) and which decoder layer's
+residual stream each state equals (hooks on the decoder layers and their norms). On failure: the
+exception, its innermost frames and the phase it happened in.
+
+This file is never imported by eagle3lint (it imports vllm and torch); the linter only runs it.
+The record is rewritten at every phase, so a run killed at its time limit still says how far it got.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import re
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+STEPS_RECORDED = 6  # forward passes whose states are matched (the profile run and the first steps)
+
+
+def _load(name: str, path: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Record:
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.data: dict[str, Any] = {"phase": "start", "ok": False, "timings": {}}
+        self.start = time.monotonic()
+
+    def phase(self, name: str) -> None:
+        self.data["timings"][self.data["phase"]] = round(time.monotonic() - self.start, 2)
+        self.data["phase"] = name
+        self.write()
+
+    def write(self) -> None:
+        tmp = self.path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.data, f, default=str)
+        os.replace(tmp, self.path)
+
+
+# ---- the config ---------------------------------------------------------------------------------
+
+def _arch_model_types() -> dict[str, str]:
+    """transformers' architecture -> model type, from its auto-model tables."""
+    from transformers.models.auto import modeling_auto
+
+    found: dict[str, str] = {}
+    for attr in dir(modeling_auto):
+        table = getattr(modeling_auto, attr)
+        if attr.endswith("_MAPPING_NAMES") and isinstance(table, dict):
+            for model_type, archs in table.items():
+                for arch in archs if isinstance(archs, (list, tuple)) else [archs]:
+                    if isinstance(arch, str):
+                        found.setdefault(arch, model_type)
+    return found
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _config_class(architecture: str) -> tuple[str, Any, str]:
+    """(model type, config class, how it was found) for an architecture."""
+    from transformers import CONFIG_MAPPING
+    from vllm.transformers_utils.config import _CONFIG_REGISTRY
+
+    model_type = _arch_model_types().get(architecture)
+    how = "transformers' auto tables"
+    if model_type is None:
+        # vLLM-only architectures: the model type whose name the architecture starts with.
+        stem = _norm(re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture))
+        candidates = [*_CONFIG_REGISTRY.keys(), *CONFIG_MAPPING.keys()]
+        best = max((t for t in candidates if stem.startswith(_norm(t)) and _norm(t)), key=lambda t: len(_norm(t)), default=None)
+        if best is None:
+            raise LookupError(f"no config class found for {architecture}")
+        model_type, how = best, "the architecture's name"
+    if model_type in _CONFIG_REGISTRY:
+        return model_type, _CONFIG_REGISTRY[model_type], how + " (vLLM's config)"
+    return model_type, CONFIG_MAPPING[model_type], how
+
+
+def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[str, str | None]:
+    work = Path(spec["workdir"])
+    target = work / "target"
+    if spec.get("model_path"):
+        target = Path(spec["model_path"])
+        config = json.loads((target / "config.json").read_text(encoding="utf-8"))
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        hidden = text.get("hidden_size") or shrink.TEXT_HIDDEN
+        vocab = text.get("vocab_size") or config.get("vocab_size") or shrink.VOCAB
+        record.data["setup"] = {"source": str(target)}
+    else:
+        architecture = spec["architecture"]
+        model_type, cls, how = _config_class(architecture)
+        defaults = cls().to_dict()
+        shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
+        config = shrunk.config
+        config["architectures"] = [architecture]
+        config["model_type"] = model_type
+        for key in ("torch_dtype", "dtype"):
+            config.pop(key, None)
+        config["torch_dtype"] = "float32"
+        hidden, vocab = shrunk.hidden, shrunk.vocab
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        hidden = text.get("hidden_size") or hidden
+        record.data["setup"] = {"model_type": model_type, "config_class": cls.__name__, "found_by": how, "changes": shrunk.changes}
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "config.json").write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
+    if spec["mode"] != "eagle":
+        return str(target), None
+    drafter = work / "drafter"
+    drafter.mkdir(parents=True, exist_ok=True)
+    (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")
+    return str(target), str(drafter)
+
+
+# ---- observing the target -----------------------------------------------------------------------
+
+class Observer:
+    """Hooks on the target: the ids the runner sets, and per forward pass the streams and the aux
+    states, matched at the end of the pass."""
+
+    def __init__(self, record: Record, matcher: Any, layers_wanted: int | None) -> None:
+        self.record = record
+        self.matcher = matcher
+        self.layers_wanted = layers_wanted
+        self.ids: list[int] | None = None
+        self.passes: list[dict[str, Any]] = []
+        self.streams: dict[int, Any] = {}
+        self.partials: dict[str, Any] = {}
+        self.final: Any = None
+        self.attached = False
+
+    def attach(self, model: Any) -> None:
+        import torch
+
+        self.attached = True
+        if hasattr(type(model), "set_aux_hidden_state_layers"):
+            original = model.set_aux_hidden_state_layers
+
+            def set_layers(layers: Any) -> Any:
+                self.ids = [int(x) for x in layers]
+                self.record.data["ids"] = self.ids
+                self.record.write()
+                return original(layers)
+
+            model.set_aux_hidden_state_layers = set_layers
+        lists = [(n, m) for n, m in model.named_modules() if isinstance(m, torch.nn.ModuleList) and len(m) > 0]
+        if self.layers_wanted:
+            lists = [(n, m) for n, m in lists if len(m) == self.layers_wanted] or lists
+        lists.sort(key=lambda nm: (not nm[0].endswith("layers"), -len(nm[1]), len(nm[0])))
+        if not lists:
+            self.record.data["layers_found"] = None
+            return
+        name, layers = lists[0]
+        self.record.data["layers_found"] = f"{name} ({len(layers)})"
+        for i, layer in enumerate(layers):
+            self._hook_layer(i, layer)
+        parent = model.get_submodule(name.rsplit(".", 1)[0]) if "." in name else model
+        for child_name, child in parent.named_children():
+            if "norm" in child_name.lower() and child_name != name:
+                child.register_forward_hook(self._final_norm_hook(len(layers)), with_kwargs=True)
+                break
+        original_forward = model.forward
+
+        def forward(*args: Any, **kwargs: Any) -> Any:
+            self.streams, self.partials, self.final = {}, {}, None
+            out = original_forward(*args, **kwargs)
+            if len(self.passes) < STEPS_RECORDED:
+                self._end_pass(out, len(layers))
+            return out
+
+        model.forward = forward
+
+    def _hook_layer(self, i: int, layer: Any) -> None:
+        import torch
+
+        norms = [m for n, m in layer.named_children() if "norm" in n.lower() or "norm" in type(m).__name__.lower()]
+        seen = {"first": True}
+
+        def layer_pre(_module: Any, _args: Any, _kwargs: Any) -> None:
+            seen["first"] = True
+
+        def norm_hook(_module: Any, args: Any, kwargs: Any, out: Any) -> None:
+            if not seen["first"]:
+                return
+            seen["first"] = False
+            residual = args[1] if len(args) > 1 else kwargs.get("residual")
+            if isinstance(out, tuple) and len(out) > 1 and isinstance(out[1], torch.Tensor) and isinstance(residual, torch.Tensor):
+                self.streams[i] = out[1].detach().clone()  # a fused add-and-norm returns the stream it formed
+            elif args and isinstance(args[0], torch.Tensor):
+                self.streams[i] = args[0].detach().clone()
+
+        def layer_out(_module: Any, _args: Any, _kwargs: Any, out: Any) -> None:
+            if isinstance(out, tuple) and out and isinstance(out[0], torch.Tensor):
+                self.partials[f"layer {i}'s output without its residual"] = out[0].detach().clone()
+                if len(out) > 1 and isinstance(out[1], torch.Tensor) and out[1].shape == out[0].shape:
+                    self.partials[f"layer {i}'s residual output"] = out[1].detach().clone()
+            elif isinstance(out, torch.Tensor):
+                self.partials[f"layer {i}'s output"] = out.detach().clone()
+
+        layer.register_forward_pre_hook(layer_pre, with_kwargs=True)
+        layer.register_forward_hook(layer_out, with_kwargs=True)
+        if norms:
+            norms[0].register_forward_hook(norm_hook, with_kwargs=True)
+        self.record.data.setdefault("norms_hooked", 0)
+        self.record.data["norms_hooked"] += bool(norms)
+
+    def _final_norm_hook(self, count: int) -> Any:
+        import torch
+
+        def hook(_module: Any, args: Any, kwargs: Any, out: Any) -> None:
+            residual = args[1] if len(args) > 1 else kwargs.get("residual")
+            if isinstance(out, tuple) and len(out) > 1 and isinstance(residual, torch.Tensor):
+                self.final = out[1].detach().clone()
+            elif args and isinstance(args[0], torch.Tensor):
+                self.final = args[0].detach().clone()
+
+        return hook
+
+    def _end_pass(self, out: Any, count: int) -> None:
+        import torch
+
+        aux = None
+        if isinstance(out, tuple) and len(out) == 2 and isinstance(out[1], (list, tuple)):
+            aux = [t for t in out[1] if isinstance(t, torch.Tensor)]
+        summary: dict[str, Any] = {"aux_count": None if aux is None else len(aux)}
+        if aux is not None:
+            summary["widths"] = [int(t.shape[-1]) for t in aux]
+            streams = [self.streams.get(k) for k in range(count)] + [self.final]
+            recording = self.matcher.Recording(streams=streams, partials=self.partials)
+
+            def same(a: Any, b: Any) -> bool:
+                # Dummy weights are tiny (a layer adds ~1e-3 to the stream): only a near-exact
+                # match tells one layer's stream from the next.
+                if a.shape != b.shape or a.numel() == 0:
+                    return False
+                scale = float(b.float().abs().max())
+                return bool((a.float() - b.float()).abs().max() <= 1e-6 * max(scale, 1e-12))
+
+            matches = self.matcher.match_states(aux, recording, same)
+            summary["matches"] = [{"index": m.index, "streams": m.streams, "partials": m.partials} for m in matches]
+            summary["streams_seen"] = sum(s is not None for s in streams)
+            summary["indistinct"] = self.matcher.indistinct_streams(recording, same)
+            if self.ids is not None:
+                judged = self.matcher.judge_capture(self.ids, matches)
+                summary["right"] = judged.right
+                summary["problems"] = judged.problems
+        self.passes.append(summary)
+        self.record.data["passes"] = self.passes
+        self.record.write()
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+def _frames(exc: BaseException) -> list[str]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f"{f.filename.split('site-packages/')[-1]}:{f.lineno} in {f.name}" for f in frames][-8:]
+
+
+def main() -> int:
+    spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
+    record = Record(spec["out"])
+    record.data["mode"] = spec["mode"]
+    shrink = _load("eagle3lint_probe_shrink", spec["shrink_path"])
+    matcher = _load("eagle3lint_probe_matcher", spec["matcher_path"])
+    try:
+        record.phase("setup")
+        target, drafter = build_folders(spec, record, shrink)
+        record.phase("import")
+        import vllm
+        import vllm.v1.worker.cpu_model_runner as cpu_runner
+        from vllm import LLM, SamplingParams
+
+        record.data["engine_version"] = vllm.__version__
+        layers_wanted = spec.get("layers")
+        observer = Observer(record, matcher, layers_wanted)
+        original_get_model = cpu_runner.get_model
+
+        def get_model(*args: Any, **kwargs: Any) -> Any:
+            model = original_get_model(*args, **kwargs)
+            if not observer.attached:  # the runner's first load is the target
+                record.data["target_class"] = type(model).__name__
+                observer.attach(model)
+            return model
+
+        cpu_runner.get_model = get_model
+        record.phase("init")
+        speculative = None
+        if drafter is not None:
+            speculative = {"method": "eagle3", "model": drafter, "num_speculative_tokens": spec.get("num_speculative_tokens", 3)}
+        llm = LLM(
+            model=target, skip_tokenizer_init=True, load_format="dummy", enforce_eager=True, dtype="float32",
+            max_model_len=256, max_num_seqs=4, trust_remote_code=False, speculative_config=speculative,
+        )
+        record.phase("generate")
+        outputs = llm.generate([{"prompt_token_ids": list(range(3, 19))}], SamplingParams(max_tokens=spec.get("max_tokens", 8), ignore_eos=True))
+        record.data["tokens"] = len(outputs[0].outputs[0].token_ids)
+        record.data["ok"] = True
+        record.phase("done")
+    except BaseException as exc:
+        record.data["failed_in"] = record.data["phase"]
+        record.data["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000], "frames": _frames(exc)}
+        record.phase("failed")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")
+    os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
+    sys.exit(main())

