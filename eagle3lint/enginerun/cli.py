@@ -41,13 +41,14 @@ def engine_run(
 
     if not names and not every and model_path is None:
         raise UsageError("engine-run: name a class or architecture, --all, or --model-path")
+    chosen = _architecture_of(model_path) if model_path is not None else None
     spec = engine_run_for(engine)
     env = find_engine(spec, engine_python)
     if env.package_root is None:
         raise UsageError(f"engine-run: {env.python}: {engine} has no package folder to read")
     found = predictions(env.package_root, engine)
-    if model_path is not None:
-        launches = [Launch(_architecture_of(model_path), model_path)]
+    if model_path is not None and chosen is not None:
+        launches = [Launch(chosen, model_path)]
     else:
         launches = select(found, names, every)
     unknown = [launch.architecture for launch in launches if launch.architecture not in found]

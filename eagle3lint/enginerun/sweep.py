@@ -19,6 +19,7 @@ from typing import Any
 from eagle3lint.enginerun import matcher, shrink
 from eagle3lint.enginerun.outcome import VERDICTS, EngineOutcome, classify
 from eagle3lint.enginerun.spec import EngineRunSpec
+from eagle3lint.enginerun.stubs import write_stubs
 from eagle3lint.errors import UsageError
 
 
@@ -146,6 +147,8 @@ def probe_once(env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout
     spec_path = workdir / f"{mode}-spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     environment = {**os.environ, **env.spec.env, **env.spec.slot_env(slot, jobs)}
+    stubs = write_stubs(workdir.parent / "stubs")
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(stubs), environment.get("PYTHONPATH", "")) if p)
     # vLLM caches each architecture's inspection under its cache root: one per engine interpreter,
     # so no other installation's entries are read.
     environment.setdefault("VLLM_CACHE_ROOT", str(env.python.parent.parent / "eagle3lint-vllm-cache"))

@@ -97,6 +97,11 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
     return model_type, CONFIG_MAPPING[model_type], how
 
 
+def is_multimodal(target: str, shrink: Any) -> bool:
+    config = json.loads((Path(target) / "config.json").read_text(encoding="utf-8"))
+    return any(isinstance(config.get(key), dict) for key in shrink.TOWER_KEYS)
+
+
 def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[str, str | None]:
     work = Path(spec["workdir"])
     target = work / "target"
@@ -307,7 +312,13 @@ def main() -> int:
         speculative = None
         if drafter is not None:
             speculative = {"method": "eagle3", "model": drafter, "num_speculative_tokens": spec.get("num_speculative_tokens", 3)}
+        # A multimodal target runs its language model only: its processor needs a tokenizer and
+        # a text prompt reaches the same EAGLE-3 plumbing (the drafter load still reads the
+        # target's multimodal config, as in a full launch).
+        extra: dict[str, Any] = {"language_model_only": True} if is_multimodal(target, shrink) else {}
+        record.data["language_model_only"] = bool(extra)
         llm = LLM(
+            **extra,
             model=target, skip_tokenizer_init=True, load_format="dummy", enforce_eager=True, dtype="float32",
             max_model_len=256, max_num_seqs=4, trust_remote_code=False, speculative_config=speculative,
         )

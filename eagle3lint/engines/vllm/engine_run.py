@@ -50,6 +50,9 @@ SPEC = EngineRunSpec(
         "VLLM_LOGGING_LEVEL": "WARNING",
         "TOKENIZERS_PARALLELISM": "false",
         "HF_HUB_OFFLINE": "1",
+        # The CPU MLA backend compiles one latent size (576) and forces KV blocks of 16, which no
+        # Llama drafter shares on a CPU without AMX: DeepSeek-style targets run as MHA (48 + 16).
+        "VLLM_MLA_DISABLE": "1",
     },
     slot_env=_slot_env,
 )

@@ -1,0 +1,191 @@
+"""The engine-run machinery without an engine: the config shrinker on configs shaped as real
+config classes' defaults are, the state-to-layer matcher on synthetic tensors (tuples of floats),
+the outcome of a run from its records, and the command's usage errors."""
+
+from __future__ import annotations
+
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+from eagle3lint.enginerun.matcher import Recording, indistinct_streams, judge_capture, match_states
+from eagle3lint.enginerun.outcome import SETUP_FAILED, TIMEOUT, classify
+from eagle3lint.enginerun.shrink import HEAD_DIM, TEXT_HIDDEN, VOCAB, drafter_config, shrink_config
+from tests.helpers import run_cli
+
+# Facts of transformers' defaults (names and values, not code): LlamaConfig, Qwen3MoeConfig,
+# DeepseekV3Config, Qwen2VLConfig (a text config with a vision tower and image ids past the vocabulary).
+LLAMA = {"hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32, "num_attention_heads": 32,
+         "num_key_value_heads": 32, "head_dim": 128, "vocab_size": 32000, "max_position_embeddings": 2048,
+         "bos_token_id": 1, "eos_token_id": 2, "pad_token_id": None, "id2label": {0: "LABEL_0"}}
+QWEN3_MOE = {"hidden_size": 2048, "intermediate_size": 6144, "moe_intermediate_size": 768, "num_hidden_layers": 24,
+             "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128, "num_experts": 128,
+             "num_experts_per_tok": 8, "vocab_size": 151936, "mlp_only_layers": [], "decoder_sparse_step": 1,
+             "layer_types": ["full_attention"] * 24}
+DEEPSEEK_V3 = {"hidden_size": 7168, "intermediate_size": 18432, "moe_intermediate_size": 2048, "num_hidden_layers": 61,
+               "num_attention_heads": 128, "num_key_value_heads": 128, "n_routed_experts": 256, "n_shared_experts": 1,
+               "num_experts_per_tok": 8, "n_group": 8, "topk_group": 4, "first_k_dense_replace": 3, "kv_lora_rank": 512,
+               "q_lora_rank": 1536, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64, "v_head_dim": 128, "vocab_size": 129280,
+               "bos_token_id": 0, "eos_token_id": 1}
+QWEN2_VL = {"model_type": "qwen2_vl", "image_token_id": 151655, "video_token_id": 151656, "vision_start_token_id": 151652,
+            "text_config": {"hidden_size": 8192, "intermediate_size": 29568, "num_hidden_layers": 80, "num_attention_heads": 64,
+                            "num_key_value_heads": 8, "vocab_size": 152064, "eos_token_id": [151645, 151643]},
+            "vision_config": {"depth": 32, "embed_dim": 1280, "hidden_size": 3584, "num_heads": 16, "mlp_ratio": 4,
+                              "patch_size": 14}}
+
+
+def test_shrinks_llama_to_the_bounds_keeping_heads_consistent() -> None:
+    shrunk = shrink_config(LLAMA).config
+    assert shrunk["hidden_size"] == TEXT_HIDDEN <= 256
+    assert 6 <= shrunk["num_hidden_layers"] <= 12
+    assert shrunk["hidden_size"] % shrunk["num_attention_heads"] == 0
+    assert shrunk["head_dim"] * shrunk["num_attention_heads"] == shrunk["hidden_size"]
+    assert shrunk["num_key_value_heads"] == shrunk["num_attention_heads"]  # MHA stays MHA
+    assert shrunk["vocab_size"] <= VOCAB and shrunk["bos_token_id"] == 1
+    assert shrunk["id2label"] == {0: "LABEL_0"}
+    assert LLAMA["hidden_size"] == 4096  # the input is not changed
+
+
+def test_moe_keeps_top_k_within_experts_and_per_layer_lists_follow_the_layers() -> None:
+    shrunk = shrink_config(QWEN3_MOE)
+    config = shrunk.config
+    assert config["num_experts"] <= 8 and config["num_experts_per_tok"] <= config["num_experts"]
+    assert config["num_attention_heads"] % config["num_key_value_heads"] == 0
+    assert config["num_attention_heads"] // config["num_key_value_heads"] in (1, 2, 4, 8)
+    assert len(config["layer_types"]) == config["num_hidden_layers"]
+    assert any(c.startswith("num_experts:") for c in shrunk.changes)
+
+
+def test_mla_sizes_and_groups() -> None:
+    config = shrink_config(DEEPSEEK_V3).config
+    assert config["qk_nope_head_dim"] + config["qk_rope_head_dim"] == HEAD_DIM * 2
+    assert config["n_group"] == 1 and config["topk_group"] == 1
+    assert config["first_k_dense_replace"] < config["num_hidden_layers"]
+    assert config["n_routed_experts"] <= 8 and config["num_experts_per_tok"] <= config["n_routed_experts"]
+
+
+def test_multimodal_ids_stay_inside_the_vocabulary_and_the_tower_shrinks() -> None:
+    shrunk = shrink_config(QWEN2_VL)
+    config = shrunk.config
+    vocab = config["text_config"]["vocab_size"]
+    assert vocab <= VOCAB and shrunk.vocab == vocab
+    ids = [config["image_token_id"], config["video_token_id"], config["vision_start_token_id"], *config["text_config"]["eos_token_id"]]
+    assert all(0 <= i < vocab for i in ids)
+    assert len(set(ids)) == len(ids)  # distinct ids stay distinct
+    tower = config["vision_config"]
+    assert tower["depth"] == 2 and tower["embed_dim"] <= 64 and tower["embed_dim"] % tower["num_heads"] == 0
+    assert config["text_config"]["num_hidden_layers"] == 8
+
+
+def test_drafter_matches_the_target() -> None:
+    drafter = drafter_config(128, 2048)
+    assert drafter["architectures"] == ["LlamaForCausalLMEagle3"] and drafter["num_hidden_layers"] == 1
+    assert drafter["hidden_size"] == 128 and drafter["vocab_size"] == drafter["draft_vocab_size"] == 2048
+    assert drafter["num_attention_heads"] * drafter["head_dim"] == 128
+
+
+# ---- the matcher --------------------------------------------------------------------------------
+
+def _same(a: tuple[float, ...], b: tuple[float, ...]) -> bool:
+    return a == b
+
+
+def _streams(n: int) -> list[tuple[float, ...] | None]:
+    return [(float(k), float(k) * 2) for k in range(n + 1)]
+
+
+def test_states_equal_to_the_ids_streams_are_right() -> None:
+    streams = _streams(8)
+    recording = Recording(streams=streams, partials={})
+    matches = match_states([streams[2], streams[4], streams[5]], recording, _same)
+    assert [m.streams for m in matches] == [[2], [4], [5]]
+    assert judge_capture([2, 4, 5], matches).right
+
+
+def test_a_partial_sum_is_named_and_wrong() -> None:
+    streams = _streams(8)
+    partial = (99.0, 1.0)
+    recording = Recording(streams=streams, partials={"layer 3's output without its residual": partial})
+    matches = match_states([streams[2], partial, streams[5]], recording, _same)
+    assert matches[1].streams == [] and matches[1].partials == ["layer 3's output without its residual"]
+    judged = judge_capture([2, 4, 5], matches)
+    assert not judged.right and "layer 3's output without its residual" in judged.problems[0]
+
+
+def test_off_by_one_layer_is_wrong() -> None:
+    streams = _streams(8)
+    matches = match_states([streams[3], streams[5], streams[6]], Recording(streams, {}), _same)
+    judged = judge_capture([2, 4, 5], matches)
+    assert not judged.right and len(judged.problems) == 3
+
+
+def test_colliding_default_ids_give_fewer_states() -> None:
+    # Six layers: ids (2, 3, 3) are two distinct states for a drafter that expects three.
+    streams = _streams(6)
+    matches = match_states([streams[2], streams[3]], Recording(streams, {}), _same)
+    assert judge_capture([2, 3, 3], matches).right  # what the engine captures: each layer once
+    assert not judge_capture([2, 3, 4], matches).right
+
+
+def test_indistinct_streams_are_reported() -> None:
+    flat: list[tuple[float, ...] | None] = [(0.0,)] * 4
+    assert indistinct_streams(Recording(flat, {}), _same) == [1, 2, 3]
+    assert indistinct_streams(Recording(_streams(3), {}), _same) == []
+
+
+# ---- the outcome --------------------------------------------------------------------------------
+
+REFUSALS = (re.compile(r"does not support EAGLE3 interface"),)
+
+
+def _failed(message: str, phase: str = "init", kind: str = "AttributeError") -> dict[str, object]:
+    return {"ok": False, "failed_in": phase, "error": {"type": kind, "message": message, "frames": ["vllm/x.py:3 in f"]}}
+
+
+def _worked(right: bool | None, indistinct: list[int] | None = None) -> dict[str, object]:
+    return {"ok": True, "ids": [2, 4, 5], "passes": [{"aux_count": 3, "widths": [128] * 3, "streams_seen": 9, "right": right,
+                                                       "problems": [] if right else ["state 1 (id 4) is no recorded tensor"],
+                                                       "indistinct": indistinct or []}]}
+
+
+def test_outcomes_from_records() -> None:
+    assert classify(_failed("Model does not support EAGLE3 interface but ..."), None, REFUSALS).outcome == "refused"
+    crash = classify(_failed("Target model does not have 'model' attribute"), {"ok": True}, REFUSALS)
+    assert crash.outcome == "crash" and "vllm/x.py:3" in crash.cause
+    setup = classify(_failed("bad config"), _failed("bad config"), REFUSALS)
+    assert setup.outcome == SETUP_FAILED and "without the drafter too" in setup.cause
+    assert classify(_failed("no config class", phase="setup"), None, REFUSALS).outcome == SETUP_FAILED
+    assert classify({"ok": False, "timed_out": True, "phase": "init"}, {"ok": True}, REFUSALS).outcome == TIMEOUT
+    assert classify(_worked(True), None, REFUSALS).outcome == "works"
+    silent = classify(_worked(False), None, REFUSALS)
+    assert silent.outcome == "silent" and silent.matched
+    unmatched = classify(_worked(False, indistinct=[1, 2]), None, REFUSALS)
+    assert unmatched.outcome == "works" and not unmatched.matched
+
+
+# ---- the command ----------------------------------------------------------------------------------
+
+def test_missing_engine_is_a_usage_error(tmp_path: Path) -> None:
+    done = run_cli("engine-run", "LlamaForCausalLM", "--engine-python", str(tmp_path / "nowhere" / "python"))
+    assert done.returncode == 2, done.stderr
+    assert "no such interpreter" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_interpreter_without_the_engine_is_a_usage_error() -> None:
+    done = run_cli("engine-run", "LlamaForCausalLM", "--engine-python", sys.executable)
+    assert done.returncode == 2, done.stderr
+    assert "has no vllm installed" in done.stderr and "install" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_nothing_named_is_a_usage_error() -> None:
+    done = run_cli("engine-run")
+    assert done.returncode == 2 and "--all" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("body", ["{", '{"architectures": 3}', '{"architectures": []}'])
+def test_model_path_without_an_architecture(tmp_path: Path, body: str) -> None:
+    (tmp_path / "config.json").write_text(body, encoding="utf-8")
+    done = run_cli("engine-run", "--model-path", str(tmp_path), "--engine-python", sys.executable)
+    assert done.returncode == 2 and "config.json" in done.stderr and "Traceback" not in done.stderr
