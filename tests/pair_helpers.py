@@ -30,11 +30,13 @@ def write_pair(
     draft_vocab: int = 8,
     aux_count: int = 3,
     fc: bool = True,
+    target_keys: dict[str, Any] | None = None,
 ) -> tuple[Path, Path]:
     """A target folder of ``family`` and an EAGLE-3 drafter for it (a one-layer Llama-shaped
     head with a ``draft_vocab``-token vocabulary; ``d2t`` its mapping, identity offsets by default).
-    ``drafter`` overrides keys of the drafter's config (a None value removes the key)."""
-    target = dict(FAMILIES[family])
+    ``drafter`` overrides keys of the drafter's config (a None value removes the key), ``target_keys``
+    the target's."""
+    target = {**FAMILIES[family], **(target_keys or {})}
     hidden, vocab = target["hidden_size"], target["vocab_size"]
     config: dict[str, Any] = {
         "architectures": ["LlamaForCausalLMEagle3"],

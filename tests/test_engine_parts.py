@@ -157,6 +157,9 @@ def test_outcomes_from_records() -> None:
     setup = classify(_failed("bad config"), _failed("bad config"), REFUSALS)
     assert setup.outcome == SETUP_FAILED and "without the drafter too" in setup.cause
     assert classify(_failed("no config class", phase="setup"), None, REFUSALS).outcome == SETUP_FAILED
+    # The base launch loads and fails only when it generates: the drafter load's crash is EAGLE-3's.
+    later = classify(_failed("Target model does not have 'model' attribute"), _failed("head_dim=16", phase="generate"), REFUSALS)
+    assert later.outcome == "crash" and "'model' attribute" in later.cause
     assert classify({"ok": False, "timed_out": True, "phase": "init"}, {"ok": True}, REFUSALS).outcome == TIMEOUT
     assert classify(_worked(True), None, REFUSALS).outcome == "works"
     silent = classify(_worked(False), None, REFUSALS)

@@ -116,6 +116,18 @@ def test_unrecorded_layers_are_unknown_with_what_decides(tmp_path: Path) -> None
     assert "the same states" in layers.message  # the frameworks' shared default is what the release reads
 
 
+def test_shallow_target_default_ids_collide(tmp_path: Path) -> None:
+    """Six layers: vLLM's default ids (2, n // 2, n - 3) are (2, 3, 3); the capture records each
+    layer once, so a drafter that fuses three states gets two (confirmed by the CPU engine:
+    tests/test_engine_runs_more.py)."""
+    shallow = preflight(tmp_path / "6", "vllm==0.32.0", "llama", None, target_keys={"num_hidden_layers": 6})
+    layers = item(shallow, "layer-ids")
+    assert (shallow.outcome, layers.status, layers.outcome) == ("crash", "problem", "crash")
+    assert "2 distinct states, the drafter fuses 3" in layers.message
+    deep = preflight(tmp_path / "8", "vllm==0.32.0", "llama", None, target_keys={"num_hidden_layers": 8})
+    assert item(deep, "layer-ids").status == "unknown"
+
+
 # ---- what the release's draft class accepts ----------------------------------------------------------
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import tempfile
 from pathlib import Path
 
 import click
@@ -36,7 +37,15 @@ def engine_run(
     agrees with the prediction, 1 otherwise, 2 for usage errors (no engine installed).
     """
     from eagle3lint.enginerun import report
-    from eagle3lint.enginerun.sweep import Launch, find_engine, predictions, run_many, select
+    from eagle3lint.enginerun.drafter import target_sizes, write_drafter
+    from eagle3lint.enginerun.sweep import (
+        Launch,
+        find_engine,
+        pair_prediction,
+        predictions,
+        run_many,
+        select,
+    )
     from eagle3lint.engines import engine_run_for
 
     if not names and not every and model_path is None:
@@ -46,9 +55,17 @@ def engine_run(
     env = find_engine(spec, engine_python)
     if env.package_root is None:
         raise UsageError(f"engine-run: {env.python}: {engine} has no package folder to read")
-    found = predictions(env.package_root, engine)
+    found = predictions(env.package_root, spec)
     if model_path is not None and chosen is not None:
-        launches = [Launch(chosen, model_path)]
+        folder = workdir or Path(tempfile.mkdtemp(prefix="eagle3lint-engine-run-"))
+        config = json.loads((model_path / "config.json").read_text(encoding="utf-8"))
+        drafter = write_drafter(folder / "drafter", *target_sizes(config))
+        launches = [Launch(chosen, model_path, drafter)]
+        # This pair's own verdict: its config decides what the class-level one cannot (the layer ids).
+        pair = pair_prediction(env.package_root, spec, launches[0])
+        if pair is not None:
+            found = {**found, chosen: pair}
+        workdir = folder
     else:
         launches = select(found, names, every)
     unknown = [launch.architecture for launch in launches if launch.architecture not in found]

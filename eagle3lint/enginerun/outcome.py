@@ -52,10 +52,24 @@ def classify(eagle: dict[str, Any] | None, base: dict[str, Any] | None, refusals
             return EngineOutcome("refused", error_text(eagle))
         if eagle.get("failed_in") == "setup":
             return EngineOutcome(SETUP_FAILED, "building the config: " + error_text(eagle))
-        if base is not None and failed(base):
+        if base is not None and failed(base) and not _got_further(base, eagle):
             return EngineOutcome(SETUP_FAILED, "without the drafter too: " + _failure(base))
         return EngineOutcome("crash", error_text(eagle))
     return _judge_states(eagle)
+
+
+PHASES = ("start", "setup", "import", "init", "generate", "done")
+
+
+def _reached(record: dict[str, Any]) -> int:
+    phase = record.get("failed_in") or record.get("phase")
+    return PHASES.index(phase) if phase in PHASES else 0
+
+
+def _got_further(base: dict[str, Any], eagle: dict[str, Any]) -> bool:
+    """The launch without the drafter failed later than the one with it (a set-up that loads
+    but cannot generate): the earlier failure is EAGLE-3's."""
+    return not base.get("timed_out") and _reached(base) > _reached(eagle)
 
 
 def _failure(record: dict[str, Any]) -> str:

@@ -140,7 +140,8 @@ def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes
     old_layers = _first(config, LAYER_KEYS)
     old_heads = _first(config, HEAD_KEYS)
     for key in HIDDEN_KEYS:
-        if _is_int(config.get(key)) and config[key] > targets.hidden:
+        # Set, not only capped: a smaller default width would give heads no CPU backend compiles.
+        if _is_int(config.get(key)) and config[key] > 0:
             _set(config, key, targets.hidden, where, changes)
     for key in INTERMEDIATE_KEYS:
         if _is_int(config.get(key)) and config[key] > targets.intermediate:

@@ -24,5 +24,7 @@ class EngineRunSpec:
     # Which runner the engine's CPU build uses, for the report (a verdict is for that runner).
     runner: str
     env: dict[str, str] = field(default_factory=dict)
+    # The launch options (`--engine-option`) the static predictions assume for this build.
+    launch_options: tuple[str, ...] = ()
     # Per-job environment, by job slot (thread binding).
     slot_env: Callable[[int, int], dict[str, str]] = lambda _slot, _jobs: {}

@@ -56,10 +56,12 @@ class ClassRun:
 
 @dataclass(frozen=True)
 class Launch:
-    """One launch to make: an architecture (its config built from its config class) or a folder."""
+    """One launch to make: an architecture (its config built from its config class) or a folder,
+    with the drafter the linter wrote for it (else the probe writes one)."""
 
     architecture: str
     model_path: Path | None = None
+    drafter_path: Path | None = None
 
 
 @dataclass
@@ -100,10 +102,15 @@ def find_engine(spec: EngineRunSpec, python: Path | None) -> EngineEnv:
     return EngineEnv(spec, chosen, found.get("version"), Path(found["root"]) if found.get("root") else None)
 
 
-def predictions(package_root: Path, engine: str) -> dict[str, Prediction]:
-    """``models --format json`` of the engine's own installed tree, by architecture and class."""
+def _options(spec: EngineRunSpec) -> list[str]:
+    return [arg for option in spec.launch_options for arg in ("--engine-option", option)]
+
+
+def predictions(package_root: Path, spec: EngineRunSpec) -> dict[str, Prediction]:
+    """``models --format json`` of the engine's own installed tree, under the launch options of
+    its CPU build (its runner), by architecture and class."""
     done = subprocess.run(
-        [sys.executable, "-m", "eagle3lint", "models", "--engine", engine, "--engine-root", str(package_root), "--format", "json"],
+        [sys.executable, "-m", "eagle3lint", "models", "--engine", spec.engine, "--engine-root", str(package_root), *_options(spec), "--format", "json"],
         capture_output=True, text=True, check=False,
     )
     try:
@@ -123,6 +130,25 @@ def predictions(package_root: Path, engine: str) -> dict[str, Prediction]:
     return found
 
 
+def pair_prediction(package_root: Path, spec: EngineRunSpec, launch: Launch) -> Prediction | None:
+    """The pair pre-flight's outcome for a launch of a model folder with its drafter: what the
+    static analysis says of this very pair (its config decides the layer ids), not of the class."""
+    if launch.model_path is None or launch.drafter_path is None:
+        return None
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "preflight", "--engine", spec.engine, "--engine-root", str(package_root),
+         "--model-path", str(launch.model_path), "--draft-model-path", str(launch.drafter_path), *_options(spec), "--format", "json"],
+        capture_output=True, text=True, check=False,
+    )
+    try:
+        data = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        return None
+    problems = [i for i in data.get("items", []) if i.get("status") == "problem"]
+    reason = problems[0].get("message") if problems else data.get("reason")
+    return Prediction(f"pre-flight of {launch.architecture}", "pre-flight", data.get("outcome"), reason, (), (launch.architecture,))
+
+
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(process.pid, signal.SIGKILL)
@@ -137,6 +163,7 @@ def probe_once(env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout
     spec = {
         "architecture": launch.architecture,
         "model_path": str(launch.model_path) if launch.model_path else None,
+        "drafter_path": str(launch.drafter_path) if launch.drafter_path else None,
         "mode": mode,
         "workdir": str(workdir),
         "out": str(out),

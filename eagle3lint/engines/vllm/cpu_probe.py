@@ -131,6 +131,8 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         (target / "config.json").write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
     if spec["mode"] != "eagle":
         return str(target), None
+    if spec.get("drafter_path"):
+        return str(target), spec["drafter_path"]
     drafter = work / "drafter"
     drafter.mkdir(parents=True, exist_ok=True)
     (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")

@@ -92,6 +92,19 @@ def check_layer_ids(ctx: PairContext, result: PreflightResult) -> LayerMap | Non
     _rows(layer_map, ids, trained, received)
     source = _source(ctx, ids, passed, read, reads)
     if trained is None:
+        want = _fused_states(ctx, target.hidden_size)
+        if want is not None and len(received) != want:
+            # Whatever the drafter was trained on: a shallow target's ids collide (the capture
+            # records each layer once), and the fusion layer gets fewer states than it takes.
+            impact, why = _width(ctx, len(received), want, target.hidden_size)
+            said = "; ".join(_row_text(r) for r in layer_map.rows)
+            result.add(
+                CHECK, UNKNOWN if impact == UNKNOWN_IMPACT else PROBLEM,
+                f"{source}: over the target's {n} layers they name {len(received)} distinct states, the drafter fuses {want}: {why}. {said}",
+                impact if impact != UNKNOWN_IMPACT else None, evidence=evidence, layers=[r.to_json() for r in layer_map.rows],
+                decides="what the release's runner does when the target returns no aux states" if impact == UNKNOWN_IMPACT else "",
+            )
+            return layer_map
         _untrained(ctx, result, layer_map, source, n, evidence)
         return layer_map
     said = "; ".join(_row_text(r) for r in layer_map.rows)
@@ -243,6 +256,15 @@ def _width(ctx: PairContext, got: int, want: int, target_hidden: int | None) -> 
             f"({ctx.rel(guard[0])}:{guard[1]}) and runs on one state it was not trained on"
         )
     return CRASH, f"the fusion layer takes {want} states: a shape error (mat1 and mat2 shapes cannot be multiplied)"
+
+
+def _fused_states(ctx: PairContext, target_hidden: int | None) -> int | None:
+    """How many states the drafter's fusion layer takes: its width over the target's hidden size,
+    as the release's draft class builds it (None where the release does not say)."""
+    init = ctx.extra.get("draft_init")
+    if init is not None and init.fc_width and target_hidden and init.fc_width % target_hidden == 0:
+        return int(init.fc_width // target_hidden)
+    return None
 
 
 # An impact for a width problem the release's code does not decide.

@@ -1,0 +1,98 @@
+"""The engine sweep: `eagle3lint engine-run --all` on the installed CPU engine, written up as
+docs/engine-runs.md (class, predicted, engine, agree, cause) with the benchmark figures: how many
+text-only classes set up, each run's set-up and total time, and the agreement.
+
+    python bench/engine_sweep.py [--jobs 2] [--from-json SWEEP.json] [--out docs/engine-runs.md]
+
+--from-json renders a sweep already run (`engine-run --all --format json`). Disagreements that
+the engine's code explains are noted in bench/engine_sweep_notes.toml (architecture = "why").
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import tomllib
+
+ROOT = Path(__file__).resolve().parent.parent
+NOTES = Path(__file__).with_name("engine_sweep_notes.toml")
+VERDICTS = ("works", "crash", "silent", "refused")
+
+
+def _cell(text: str) -> str:
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render(data: dict[str, Any], notes: dict[str, str]) -> str:
+    runs = data["runs"]
+    text_only = [r for r in runs if not ((r.get("config") or {}).get("language_model_only"))]
+    multimodal = [r for r in runs if r not in text_only]
+    set_up = [r for r in runs if r["outcome"] in VERDICTS]
+    text_set_up = [r for r in text_only if r["outcome"] in VERDICTS]
+    compared = [r for r in runs if r["agree"] is not None]
+    agree = [r for r in compared if r["agree"]]
+    seconds = [r["seconds"] for r in runs]
+    setup_s = [r["setup_seconds"] for r in runs if r.get("setup_seconds")]
+    lines = [
+        "# Engine runs: the verdicts against a running engine",
+        "",
+        f"`python bench/engine_sweep.py` ({data['engine']} {data['engine_version']}, {data['runner']}): every target class of the",
+        "installed tree launched with a shrunken config, a one-layer EAGLE-3 drafter and dummy weights",
+        "(`eagle3lint engine-run --all`), against `eagle3lint models` on the same files.",
+        "",
+        "| figure | value | goal |",
+        "| --- | --- | --- |",
+        f"| classes run | {len(runs)} ({len(text_only)} text-only, {len(multimodal)} multimodal) | |",
+        f"| set up (a verdict) | {len(set_up)} of {len(runs)} | |",
+        f"| text-only classes set up | {len(text_set_up)} of {len(text_only)} ({len(text_set_up) / max(1, len(text_only)):.0%}) | at least 60% |",
+        f"| agreement, runs that set up and have a prediction | {len(agree)} of {len(compared)} ({len(agree) / max(1, len(compared)):.0%}) | at least 95% |",
+        f"| time per class (both launches where the first fails), median / max | {statistics.median(seconds):.0f} s / {max(seconds):.0f} s | a run at most 60 s |" if seconds else "| time per class | - | |",
+        f"| engine set-up (import to engine ready), median | {statistics.median(setup_s):.0f} s | |" if setup_s else "| engine set-up | - | |",
+        "",
+        "Outcomes: works / crash / silent / refused are verdicts; setup-failed means the launch without",
+        "the drafter failed too (the cause is that launch's), timeout that no record came in the limit.",
+        "",
+        "| class | predicted | engine | agree | seconds | cause |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in runs:
+        predicted = (r.get("predicted") or {}).get("outcome") or "-"
+        agree_word = {True: "yes", False: "**no**", None: "-"}[r["agree"]]
+        cause = r["cause"]
+        if r["architecture"] in notes:
+            cause += f" — why: {notes[r['architecture']]}"
+        lines.append(f"| {r['architecture']} | {predicted} | {r['outcome']} | {agree_word} | {r['seconds']:.0f} | {_cell(cause)} |")
+    return "\n".join(lines) + "\n"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--timeout", type=float, default=300.0)
+    parser.add_argument("--from-json", type=Path)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "engine-runs.md")
+    args = parser.parse_args()
+    if args.from_json:
+        data = json.loads(args.from_json.read_text(encoding="utf-8"))
+    else:
+        done = subprocess.run(
+            [sys.executable, "-m", "eagle3lint", "engine-run", "--all", "--jobs", str(args.jobs), "--timeout", str(args.timeout), "--format", "json"],
+            stdout=subprocess.PIPE, text=True, check=False,
+        )
+        if done.returncode not in (0, 1):
+            return done.returncode
+        data = json.loads(done.stdout)
+    notes = tomllib.loads(NOTES.read_text(encoding="utf-8")) if NOTES.exists() else {}
+    args.out.write_text(render(data, {k: str(v) for k, v in notes.items()}), encoding="utf-8")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
