@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.enginerun.matcher import Recording, indistinct_streams, judge_capture, match_states
-from eagle3lint.enginerun.outcome import SETUP_FAILED, TIMEOUT, classify
+from eagle3lint.enginerun.outcome import SETUP_FAILED, TIMEOUT, UNMATCHED, classify
 from eagle3lint.enginerun.shrink import HEAD_DIM, TEXT_HIDDEN, VOCAB, drafter_config, shrink_config
 from tests.helpers import run_cli
 
@@ -144,10 +144,11 @@ def _failed(message: str, phase: str = "init", kind: str = "AttributeError") -> 
     return {"ok": False, "failed_in": phase, "error": {"type": kind, "message": message, "frames": ["vllm/x.py:3 in f"]}}
 
 
-def _worked(right: bool | None, indistinct: list[int] | None = None) -> dict[str, object]:
+def _worked(right: bool | None, indistinct: list[int] | None = None, seen: bool = True) -> dict[str, object]:
+    matches = [{"index": i, "streams": [k] if seen else [], "partials": []} for i, k in enumerate((2, 4, 5))]
     return {"ok": True, "ids": [2, 4, 5], "passes": [{"aux_count": 3, "widths": [128] * 3, "streams_seen": 9, "right": right,
-                                                       "problems": [] if right else ["state 1 (id 4) is no recorded tensor"],
-                                                       "indistinct": indistinct or []}]}
+                                                       "problems": [] if right else ["state 1 (id 4) is the stream after 3 layers"],
+                                                       "indistinct": indistinct or [], "matches": matches}]}
 
 
 def test_outcomes_from_records() -> None:
@@ -164,8 +165,10 @@ def test_outcomes_from_records() -> None:
     assert classify(_worked(True), None, REFUSALS).outcome == "works"
     silent = classify(_worked(False), None, REFUSALS)
     assert silent.outcome == "silent" and silent.matched
-    unmatched = classify(_worked(False, indistinct=[1, 2]), None, REFUSALS)
-    assert unmatched.outcome == "works" and not unmatched.matched
+    indistinct = classify(_worked(False, indistinct=[1, 2]), None, REFUSALS)
+    assert indistinct.outcome == "works" and not indistinct.matched
+    # No state equals anything recorded: the hooks missed the stream, no verdict.
+    assert classify(_worked(None, seen=False), None, REFUSALS).outcome == UNMATCHED
 
 
 # ---- the command ----------------------------------------------------------------------------------

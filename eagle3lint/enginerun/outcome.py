@@ -15,6 +15,9 @@ from typing import Any
 VERDICTS = ("works", "crash", "silent", "refused")
 SETUP_FAILED = "setup-failed"
 TIMEOUT = "timeout"
+# Generated, but no state equals any tensor the probe recorded: its hooks missed this decoder's
+# stream, so the states cannot be judged.
+UNMATCHED = "unmatched"
 
 
 @dataclass
@@ -88,6 +91,8 @@ def _judge_states(eagle: dict[str, Any]) -> EngineOutcome:
     clear = [p for p in passes if not p.get("indistinct") and p.get("streams_seen")]
     if not clear:
         return EngineOutcome("works", f"generated with ids {ids}; no pass told the layers apart")
+    if all(not m.get("streams") and not m.get("partials") for p in clear for m in p.get("matches", [])):
+        return EngineOutcome(UNMATCHED, f"generated with ids {ids}; no state equals a tensor the probe recorded ({eagle.get('layers_found')})")
     wrong = [p for p in clear if p.get("right") is False]
     if wrong:
         return EngineOutcome("silent", "; ".join(wrong[0].get("problems") or ["states differ from the ids' layers"]), matched=True)

@@ -26,6 +26,15 @@ import traceback
 from pathlib import Path
 from typing import Any
 
+# The Transformers modeling backend's classes wrap a transformers model: they are launched with a
+# transformers architecture and model_impl="transformers" (the class vLLM then picks).
+BACKEND_STAND_INS = {
+    "TransformersForCausalLM": "LlamaForCausalLM",
+    "TransformersMoEForCausalLM": "Qwen3MoeForCausalLM",
+    "TransformersMultiModalForCausalLM": "Qwen2VLForConditionalGeneration",
+    "TransformersMultiModalMoEForCausalLM": "Qwen3VLMoeForConditionalGeneration",
+}
+
 STEPS_RECORDED = 6  # forward passes whose states are matched (the profile run and the first steps)
 
 
@@ -113,7 +122,7 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         vocab = text.get("vocab_size") or config.get("vocab_size") or shrink.VOCAB
         record.data["setup"] = {"source": str(target)}
     else:
-        architecture = spec["architecture"]
+        architecture = BACKEND_STAND_INS.get(spec["architecture"], spec["architecture"])
         model_type, cls, how = _config_class(architecture)
         defaults = cls().to_dict()
         shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
@@ -258,6 +267,9 @@ class Observer:
             def same(a: Any, b: Any) -> bool:
                 # Dummy weights are tiny (a layer adds ~1e-3 to the stream): only a near-exact
                 # match tells one layer's stream from the next.
+                # The Transformers backend drops the batch dimension its model keeps: compare
+                # as (tokens, width).
+                a, b = a.reshape(-1, a.shape[-1]), b.reshape(-1, b.shape[-1])
                 if a.shape != b.shape or a.numel() == 0:
                     return False
                 scale = float(b.float().abs().max())
@@ -318,6 +330,8 @@ def main() -> int:
         # a text prompt reaches the same EAGLE-3 plumbing (the drafter load still reads the
         # target's multimodal config, as in a full launch).
         extra: dict[str, Any] = {"language_model_only": True} if is_multimodal(target, shrink) else {}
+        if spec.get("architecture") in BACKEND_STAND_INS:
+            extra["model_impl"] = "transformers"
         record.data["language_model_only"] = bool(extra)
         llm = LLM(
             **extra,
