@@ -88,6 +88,27 @@ def _norm(text: str) -> str:
 
 def _config_class(architecture: str) -> tuple[str, Any, str]:
     """(model type, config class, how it was found) for an architecture."""
+    try:
+        return _own_config_class(architecture)
+    except LookupError:
+        pass
+    # A class whose config lives only in its hub repository (remote code): the config of the
+    # first registered architecture among its vLLM class's bases that has one.
+    from vllm.model_executor.models.registry import ModelRegistry
+
+    cls = ModelRegistry._try_load_model_cls(architecture)
+    supported = ModelRegistry.get_supported_archs()
+    for base in getattr(cls, "__mro__", ())[1:]:
+        if base.__name__ in supported and base.__name__ != architecture:
+            try:
+                model_type, config_cls, _how = _own_config_class(base.__name__)
+            except LookupError:
+                continue
+            return model_type, config_cls, f"its vLLM base class {base.__name__} (no config class of its own)"
+    raise LookupError(f"no config class found for {architecture} (none of its own, none of its vLLM bases')")
+
+
+def _own_config_class(architecture: str) -> tuple[str, Any, str]:
     from transformers import CONFIG_MAPPING
     from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
@@ -104,6 +125,20 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
     if model_type in _CONFIG_REGISTRY:
         return model_type, _CONFIG_REGISTRY[model_type], how + " (vLLM's config)"
     return model_type, CONFIG_MAPPING[model_type], how
+
+
+# What every transformers config carries: written into a nested config, vLLM's own config classes
+# refuse them as unknown arguments.
+COMMON_KEYS = {"output_attentions", "output_hidden_states", "return_dict", "transformers_version", "torchscript", "use_return_dict", "dtype", "torch_dtype"}
+
+
+def _plain(config: dict[str, Any], nested: bool = False) -> dict[str, Any]:
+    out = {}
+    for key, value in config.items():
+        if isinstance(key, str) and (key.startswith("_") or (nested and key in COMMON_KEYS)):
+            continue
+        out[key] = _plain(value, True) if isinstance(value, dict) and key not in ("id2label", "label2id") else value
+    return out
 
 
 def is_multimodal(target: str, shrink: Any) -> bool:
@@ -124,7 +159,7 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
     else:
         architecture = BACKEND_STAND_INS.get(spec["architecture"], spec["architecture"])
         model_type, cls, how = _config_class(architecture)
-        defaults = cls().to_dict()
+        defaults = _plain(cls().to_dict())
         shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
         config = shrunk.config
         config["architectures"] = [architecture]
