@@ -142,7 +142,17 @@ def _plain(config: dict[str, Any], nested: bool = False) -> dict[str, Any]:
 
 
 def is_multimodal(target: str, shrink: Any) -> bool:
+    """The registry's own word (its inspection of the class), else a tower in the config."""
     config = json.loads((Path(target) / "config.json").read_text(encoding="utf-8"))
+    architectures = config.get("architectures") or []
+    try:
+        from vllm.model_executor.models.registry import ModelRegistry
+
+        info = ModelRegistry._try_inspect_model_cls(architectures[0]) if architectures else None
+        if info is not None:
+            return bool(info.supports_multimodal)
+    except Exception:  # the inspection is a convenience: the launch reports its own failure
+        pass
     return any(isinstance(config.get(key), dict) for key in shrink.TOWER_KEYS)
 
 
