@@ -79,6 +79,17 @@ def test_multimodal_ids_stay_inside_the_vocabulary_and_the_tower_shrinks() -> No
     assert config["text_config"]["num_hidden_layers"] == 8
 
 
+def test_class_defaults_that_checkpoints_always_set() -> None:
+    """Facts of real defaults: DeepseekV2Config leaves n_group/topk_group None (grouped routing
+    then has no groups), Glm4MoeConfig has no head_dim, GPTJConfig's rotary_dim 64 exceeds a
+    32-wide head, Gemma 4 keys per-layer settings by layer index."""
+    config = shrink_config({"hidden_size": 5120, "num_attention_heads": 128, "num_hidden_layers": 60, "n_group": None, "topk_group": None,
+                            "rotary_dim": 64, "per_layer_config": {"3": {"a": 1}, "11": {"a": 2}}}).config
+    assert config["n_group"] == 1 and config["topk_group"] == 1
+    assert config["head_dim"] == HEAD_DIM and config["rotary_dim"] <= HEAD_DIM
+    assert config["per_layer_config"] == {"3": {"a": 1}}
+
+
 def test_drafter_matches_the_target() -> None:
     drafter = drafter_config(128, 2048)
     assert drafter["architectures"] == ["LlamaForCausalLMEagle3"] and drafter["num_hidden_layers"] == 1

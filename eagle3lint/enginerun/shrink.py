@@ -170,8 +170,15 @@ def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes
         if _is_int(config.get(key)) and config[key] > 0 and (experts is not None or key != "top_k"):
             _set(config, key, min(config[key], MAX_TOP_K, experts or MAX_TOP_K), where, changes)
     for key in GROUP_KEYS:
-        if _is_int(config.get(key)) and config[key] > 1:
+        # A class default of None leaves grouped top-k routing without groups (checkpoints set it).
+        if key in config and (config[key] is None or (_is_int(config[key]) and config[key] > 1)):
             _set(config, key, 1, where, changes)
+    if targets is not TOWER and old_heads is not None and not any(k in config for k in HEAD_DIM_KEYS):
+        # Checkpoints carry the head size where the class default leaves it out (and the engine
+        # reads it without a fallback).
+        _set(config, "head_dim", targets.hidden // targets.heads, where, changes)
+    if _is_int(config.get("rotary_dim")) and config["rotary_dim"] > targets.hidden // targets.heads:
+        _set(config, "rotary_dim", targets.hidden // targets.heads, where, changes)
     for key in SHARED_EXPERT_KEYS:
         if _is_int(config.get(key)) and config[key] > 1:
             _set(config, key, 1, where, changes)
@@ -203,11 +210,17 @@ def _per_layer_lists(config: dict[str, Any], old_layers: int, layers: int, where
     """A list with one entry per layer is cut to the new count; a list of layer indices (a key
     naming layers) keeps the indices still inside the model."""
     for key, value in list(config.items()):
+        if isinstance(value, dict) and "layer" in key and value and all(str(k).isdigit() for k in value):
+            # Per-layer settings keyed by layer index: those still inside the model.
+            kept = {k: v for k, v in value.items() if int(k) < layers}
+            if kept != value:
+                _set(config, key, kept, where, changes)
+            continue
         if not isinstance(value, list) or not value:
             continue
         if len(value) == old_layers and old_layers != layers:
             _set(config, key, value[:layers] if len(value) > layers else value + value[-1:] * (layers - len(value)), where, changes)
-        elif "layer" in key and all(_is_int(v) for v in value):
+        elif "layer" in key and all(_is_int(v) for v in value) and not isinstance(value, dict):
             kept = [v for v in value if 0 <= v < layers]
             if kept != value:
                 _set(config, key, kept, where, changes)
