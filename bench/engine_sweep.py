@@ -4,7 +4,8 @@ text-only classes set up, each run's set-up and total time, and the agreement.
 
     python bench/engine_sweep.py [--jobs 2] [--from-json SWEEP.json] [--out docs/engine-runs.md]
 
---from-json renders a sweep already run (`engine-run --all --format json`). Disagreements that
+--from-json renders sweeps already run (`engine-run --all --format json`, then reruns of some
+classes: the later run of a class counts). Disagreements that
 the engine's code explains are noted in bench/engine_sweep_notes.toml (architecture = "why").
 """
 
@@ -75,11 +76,19 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0)
-    parser.add_argument("--from-json", type=Path)
+    parser.add_argument("--from-json", type=Path, nargs="+", help="Sweeps already run; a later file's run of a class replaces an earlier one's.")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "engine-runs.md")
     args = parser.parse_args()
     if args.from_json:
-        data = json.loads(args.from_json.read_text(encoding="utf-8"))
+        data = json.loads(args.from_json[0].read_text(encoding="utf-8"))
+        order = [r["architecture"] for r in data["runs"]]
+        by_name = {r["architecture"]: r for r in data["runs"]}
+        for later in args.from_json[1:]:
+            for run in json.loads(later.read_text(encoding="utf-8"))["runs"]:
+                if run["architecture"] not in by_name:
+                    order.append(run["architecture"])
+                by_name[run["architecture"]] = run
+        data["runs"] = [by_name[name] for name in order]
     else:
         done = subprocess.run(
             [sys.executable, "-m", "eagle3lint", "engine-run", "--all", "--jobs", str(args.jobs), "--timeout", str(args.timeout), "--format", "json"],
