@@ -35,6 +35,7 @@ class VllmContractExtension(ContractExtension):
         return list(self._errors)
 
     def extra(self, check_calls: list[CheckCall]) -> dict[str, Any]:
+        from eagle3lint.engines.vllm.drafter_load import read_drafter_load
         from eagle3lint.engines.vllm.model_types import read_model_types
         from eagle3lint.engines.vllm.pack import vllm_pack
         from eagle3lint.engines.vllm.protocol import VllmContract, read_allow_list, read_pp_guard
@@ -44,4 +45,5 @@ class VllmContractExtension(ContractExtension):
         guard = read_pp_guard(self.engine, vpack.pp_flag, vpack.pp_guard_files, lambda rel: runner_of(rel, vpack))
         allow = read_allow_list(self.engine)
         types = read_model_types(self.engine, vpack) if allow is not None else None
-        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, allow, guard, types)}
+        load = read_drafter_load(self.engine, vpack)
+        return {"vllm": VllmContract.from_scan(self.protocol, check_calls, allow, guard, types, load)}

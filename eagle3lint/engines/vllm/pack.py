@@ -54,6 +54,17 @@ class VllmPack:
     # environment variable that picks one; a guard read in one generation's files holds only there
     runner_files: dict[str, tuple[str, ...]]
     runner_env: str
+    # [drafter_load]: the proposer whose load_model reads the target before the runner's
+    # EAGLE-3 check, where its class and bases live, how the runner calls it, and the names its
+    # multimodal branch and its single-stage (PP off) test use
+    drafter_proposer: str
+    drafter_files: tuple[str, ...]
+    drafter_method: str
+    drafter_runner_call: str
+    drafter_multimodal_check: str
+    drafter_multimodal_flag: str
+    drafter_language_model: str
+    drafter_pp_single: str
     # [plugins]: the registration call and the registry it is made on
     register_calls: tuple[str, ...]
     registry_names: tuple[str, ...]
@@ -94,6 +105,7 @@ def _parse(pack: RulePack) -> VllmPack:
     plugins = _table(data, "plugins")
     runners = _table(data, "runners")
     types = _table(data, "model_types")
+    drafter = _table(data, "drafter_load")
     runner_files = _table(runners, "files") if "files" in runners else {}
     sections = registry.get("sections", {})
     if not isinstance(sections, dict) or not all(v in SECTION_KINDS for v in sections.values()):
@@ -133,6 +145,14 @@ def _parse(pack: RulePack) -> VllmPack:
         pp_pack_calls=_strs(pipeline, "pipeline", "pack_calls"),
         runner_files={str(name): _strs(runner_files, "runners.files", name) for name in runner_files},
         runner_env=_str(runners, "runners", "env", ""),
+        drafter_proposer=_str(drafter, "drafter_load", "proposer", ""),
+        drafter_files=_strs(drafter, "drafter_load", "files"),
+        drafter_method=_str(drafter, "drafter_load", "method", "load_model"),
+        drafter_runner_call=_str(drafter, "drafter_load", "runner_call", ""),
+        drafter_multimodal_check=_str(drafter, "drafter_load", "multimodal_check", ""),
+        drafter_multimodal_flag=_str(drafter, "drafter_load", "multimodal_flag", ""),
+        drafter_language_model=_str(drafter, "drafter_load", "language_model", ""),
+        drafter_pp_single=_str(drafter, "drafter_load", "pp_single", ""),
         register_calls=_strs(plugins, "plugins", "register_calls", ("register_model",)),
         registry_names=_strs(plugins, "plugins", "registry_names", ("ModelRegistry",)),
         walk_methods=_strs(data, "", "walk_methods"),

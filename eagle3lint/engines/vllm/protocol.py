@@ -27,6 +27,7 @@ from eagle3lint.summary import dotted, is_stub_body
 
 if TYPE_CHECKING:
     # Loaded where the tables are read, or by the cache's reader when a stored contract holds them.
+    from eagle3lint.engines.vllm.drafter_load import DrafterLoad
     from eagle3lint.engines.vllm.model_types import ModelTypeTables
 
 _STUB = "stub"
@@ -223,13 +224,17 @@ class VllmContract:
     pp_guard: PPGuard | None = None
     # Each architecture's HF model types, read only where there is an allow-list to judge them by.
     model_types: ModelTypeTables | None = None
+    # What the EAGLE proposer reads off the target while the drafter loads, before the runner's
+    # support check (None where the release's proposer raises on no such read).
+    drafter_load: DrafterLoad | None = None
 
     @classmethod
     def from_scan(
         cls, protocol: VllmProtocol | None, check_calls: list[CheckCall], allow_list: AllowList | None = None,
         pp_guard: PPGuard | None = None, model_types: ModelTypeTables | None = None,
+        drafter_load: DrafterLoad | None = None,
     ) -> VllmContract:
-        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list, pp_guard, model_types)
+        return cls(protocol, sorted(check_calls, key=lambda c: (c.path, c.line)), allow_list, pp_guard, model_types, drafter_load)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -241,6 +246,7 @@ class VllmContract:
             "model_type_allow_list": self.allow_list.to_json() if self.allow_list else None,
             "model_types": self.model_types.to_json() if self.model_types else None,
             "pp_guard": self.pp_guard.to_json() if self.pp_guard else None,
+            "drafter_load": self.drafter_load.to_json() if self.drafter_load else None,
         }
 
     def __str__(self) -> str:
@@ -254,6 +260,8 @@ class VllmContract:
             if self.model_types is not None:
                 allow += f"  model types of each architecture from {self.model_types.origin}"
                 allow += f" and {self.model_types.registry_path}\n" if self.model_types.registry_path else "\n"
+        if self.drafter_load is not None:
+            allow += str(self.drafter_load)
         if proto is None:
             return "no EAGLE-3 protocol in this tree: the members above are the whole contract\n" + allow
         lines = [
