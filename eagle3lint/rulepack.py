@@ -77,12 +77,14 @@ class OptionSpec:
         return self.values[-1] if self.kind == "choice" and self.values else "on"
 
     def describe(self, value: str) -> str:
-        """How a user launches with it: ``--enable-two-batch-overlap``, ``--pp-size > 1``."""
+        """How a user launches with it: ``--enable-two-batch-overlap``, ``--pp-size > 1``; off
+        (a cause that needs the option off): ``--pp-size 1``, ``without --enable-...``."""
+        off = value == "off"
         if self.kind == "size":
-            return f"{self.flag} > 1"
+            return f"{self.flag} 1" if off else f"{self.flag} > 1"
         if self.kind == "choice":
             return dict(self.spelled).get(value, f"{self.flag}={value}")
-        return self.flag
+        return f"without {self.flag}" if off else self.flag
 
     def described_on(self) -> str:
         """How a user turns it on (:meth:`describe` of :meth:`on_value`)."""

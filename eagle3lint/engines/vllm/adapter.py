@@ -33,6 +33,7 @@ class VllmAdapter(EngineAdapter):
         "E3L015": "platform-variants-disagree",
         "E3L016": "holder-not-provable",
         "E3L017": "model-type-not-allowed",
+        "E3L018": "drafter-load-reads-target",
         "E3L105": "pp-local-layer-index",
         "E3L106": "pp-aux-not-packed",
     }

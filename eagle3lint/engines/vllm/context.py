@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
+from eagle3lint.engines.vllm.drafter_check import DrafterCrash, DrafterLoadChecker
 from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.model_types import Checkpoint, TypeJudgement
@@ -42,6 +43,8 @@ class VllmCheckContext(CheckContext):
     _mixin_ref: ClassRef | None = None
     _notes: dict[tuple[ClassRef, str | None], str] = field(default_factory=dict)
     _types: dict[tuple[ClassRef, str | None], TypeJudgement] = field(default_factory=dict)
+    _drafter: DrafterLoadChecker | None = None
+    _drafter_crashes: dict[ClassRef, DrafterCrash | None] = field(default_factory=dict)
 
     @property
     def protocol(self) -> VllmProtocol | None:
@@ -79,7 +82,30 @@ class VllmCheckContext(CheckContext):
             return ""
         if not set(members) <= {m.name for m in proto.members}:
             return ""
-        return f": it does not declare {proto.name}, so `{proto.check_function}()` is false"
+        note = f": it does not declare {proto.name}, so `{proto.check_function}()` is false"
+        crash = self.drafter_crash(model)
+        if crash is not None and self.options.active(self.drafter_condition(crash)):
+            note += f" (but the drafter load crashes before that check: E3L018, `{crash.read.message}`)"
+        return note
+
+    # ---- the drafter load -----------------------------------------------------------------------
+    def drafter_crash(self, model: ModelClass) -> DrafterCrash | None:
+        """What the proposer's drafter load raises on for this target (before the support
+        check), where the release has such reads and the index proves the attributes absent."""
+        load = self.vllm.drafter_load if self.vllm else None
+        if load is None or model.kind != TARGET or load.runner_condition() is None:
+            return None
+        if model.ref not in self._drafter_crashes:
+            if self._drafter is None:
+                self._drafter = DrafterLoadChecker(self.vindex, self.holders, load)
+            self._drafter_crashes[model.ref] = self._drafter.crash(model.ref)
+        return self._drafter_crashes[model.ref]
+
+    def drafter_condition(self, crash: DrafterCrash) -> tuple[Requirement, ...]:
+        """The launch options the crash needs: the read's own (PP off) and the runner's."""
+        load = self.vllm.drafter_load if self.vllm else None
+        runner = load.runner_condition() if load is not None else None
+        return (*crash.read.condition, *(runner or ()))
 
     def _allow_list_note(self, model: ModelClass) -> str:
         """What the model-type allow-list of older releases does to the model's checkpoints, as

@@ -136,6 +136,11 @@ class HolderFinder:
                 return Holder(UNKNOWN, path=path, via=via, reason=inner.reason or f"cannot tell whether {path} has .{walk.inner}")
         return holder
 
+    def method_returns(self, ref: ClassRef, name: str, lookup: MemberLookup) -> tuple[list[Resolved] | None, str]:
+        """What ``self.<name>()`` returns (``get_language_model()``), and its path from ``self``;
+        None (and why) where it cannot be told."""
+        return self._method_returns(ref, name, lookup)
+
     def _method_returns(self, ref: ClassRef, name: str, lookup: MemberLookup) -> tuple[list[Resolved] | None, str]:
         """What ``self.<name>()`` returns: ``return self.x`` in an override, or, for the
         interfaces' default ``get_language_model()``, the language model the class builds."""

@@ -81,6 +81,15 @@ class VllmIndex(ProjectIndex):
             return super().attribute_classes(ref, name, depth + 1)
         if construction.table and (picked := self.table_classes(owner, construction)) is not None:
             return picked
+        head = construction.callee.partition(".")[0]
+        summary = self.class_summary(owner)
+        if summary is not None and head in summary.init_param_defaults:
+            # ``self.model = model_type(...)`` with ``model_type=InternLM2Model`` a constructor
+            # parameter: what a subclass passes for it, or its default, named like a model.
+            resolved = self.resolve_in_init(owner, construction.callee, ref)
+            if isinstance(resolved, ClassRef) and not self.model_class_pattern.search(resolved.qualname.rsplit(".", 1)[-1]):
+                return [Unknown(f"{construction.callee}(...) builds {resolved.qualname}, not named like a model class")]
+            return [resolved]
         last = construction.callee.rsplit(".", 1)[-1]
         if not self.model_class_pattern.search(last):
             # Not worth resolving (and parsing its module): layers, configs, helpers.

@@ -650,6 +650,94 @@ class ModelTypeNotAllowed(VllmRule):
             yield finding
 
 
+# The drafter loads after the weights and before the runner's check of the loaded model.
+STAGE_DRAFTER_LOAD = (STAGE_LAUNCH + STAGE_RUNNER) / 2
+
+
+class DrafterLoadReadsTarget(VllmRule):
+    """
+    ## What it does
+    Reports a target that vLLM's EAGLE proposer cannot load the drafter against: while the
+    drafter loads (`self.drafter.load_model(self.model)`), the proposer shares the target's
+    embedding with it, taking the target's language model (`get_language_model()` for a class
+    that declares `SupportsMultiModal`, the target itself otherwise), then that model's
+    `.model`, then its `embed_tokens` or `embedding`, and raising `AttributeError` where one
+    is missing. The reads, their messages, the pipeline-parallel test around them and the
+    runner that loads the drafter before its EAGLE-3 check are read from the release's own
+    source; the attributes from the project index (assignments in `__init__` along the MRO,
+    properties, class attributes). A class whose attributes cannot be told (an unresolved base,
+    `__getattr__`, `setattr`, a language model chosen at run time) gets no finding.
+
+    ## Why is this bad?
+    The runner loads the drafter before it checks whether the target supports EAGLE-3: the
+    launch dies on `AttributeError: Target model does not have 'model' attribute` (or `'embed_tokens'
+    or 'embedding'`), whatever the class implements. A class without EAGLE-3 code crashes
+    instead of being refused with the engine's clear message; a class with complete EAGLE-3
+    code never runs it.
+
+    ## Example
+    ```python
+    class FooForCausalLM(nn.Module, SupportsEagle3):
+        def __init__(self, *, vllm_config, prefix=""):
+            self.transformer = FooModel(vllm_config=vllm_config)  # the proposer wants `.model`
+    ```
+    Use instead: keep the decoder in `self.model`, with its embedding in `embed_tokens` (or
+    `embedding`).
+
+    ## Fix safety
+    Display-only: renaming a model's attributes changes its checkpoint's weight names.
+    """
+
+    code = "E3L018"
+    name = "drafter-load-reads-target"
+    severity = "error"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        load = ctx.vllm.drafter_load if ctx.vllm else None
+        if load is None:
+            return
+        engine = ctx.index.engine
+        runner_related = [
+            Related(str(engine.absolute(call.path)), call.line, "the runner loads the drafter here, before its EAGLE-3 check")
+            for call in load.runner_calls
+            if call.before_check
+        ][:1]
+        for model in _targets(ctx):
+            crash = ctx.drafter_crash(model)
+            if crash is None:
+                continue
+            read = crash.read
+            names = crash.names
+            lacking = ", ".join(f"`{c.qualname}`" for c in crash.lacking)
+            wanted = " or ".join(f"`{n}`" for n in names)
+            where = "the target itself" if crash.language_model == "self" else f"`{crash.language_model}` (its `{load.language_model}()`)"
+            at = "" if crash.reached == crash.language_model else f"; it reaches `{crash.reached}`"
+            message = (
+                f"`{model.summary.name}`: vLLM loads the drafter before it checks EAGLE-3 support, and the proposer's "
+                f"`{load.proposer}.load_model` takes the target's language model, here {where}{at}: {lacking} has no "
+                f"{wanted}, so the launch crashes with `AttributeError: {read.message}`"
+            )
+            evidence = Related(str(engine.absolute(load.path)), read.line, f"the drafter load raises AttributeError({read.message!r})")
+            finding = ctx.finding(
+                DrafterLoadReadsTarget, model, "", message, [],
+                data={
+                    "message": read.message,
+                    "language_model": crash.language_model,
+                    "reached": crash.reached,
+                    "lacks": list(names),
+                    "classes": [str(c) for c in crash.lacking],
+                    "multimodal": crash.multimodal,
+                },
+                effect=Effect(
+                    CRASH, STAGE_DRAFTER_LOAD, evidence, ctx.drafter_condition(crash),
+                    reason=f"the drafter load raises `AttributeError: {read.message}`", code=self.code,
+                ),
+                model_note=False,
+            )
+            finding.related = [evidence, *runner_related]
+            yield finding
+
+
 def _types_of(checkpoints: list[Checkpoint]) -> str:
     return ", ".join(dict.fromkeys(c.describe() for c in checkpoints))
 
@@ -672,4 +760,5 @@ VLLM_RULES: tuple[type[Rule], ...] = (
     PlatformVariantsDisagree,
     HolderNotProvable,
     ModelTypeNotAllowed,
+    DrafterLoadReadsTarget,
 )
