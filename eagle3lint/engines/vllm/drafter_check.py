@@ -23,6 +23,8 @@ YES, NO, UNKNOWN = "yes", "no", "unknown"
 # Attributes set other than by ``self.x = ...``: what the index cannot see.
 _DYNAMIC = re.compile(r"\bsetattr\(|\badd_module\(|\bregister_module\(|\b__setattr__\b|\b__dict__\b")
 _MARKER_TARGETS = re.compile(r"targets\s*=")
+# A composite marker picks the language model among descendants by type (``language_targets=``).
+_COMPOSITE = re.compile(r"_mark_composite_model\(|language_targets\s*=")
 # What ``isinstance(module, VllmModel)`` asks of the module ``get_language_model()`` returns.
 _VLLM_MODEL_MEMBERS = ("embed_input_ids", "forward")
 
@@ -114,6 +116,8 @@ class DrafterLoadChecker:
         lookup = self.index.lookup(ref, name) if name else None
         if lookup is None or lookup.status != "found" or self._marker_targets(ref):
             return None, "", True
+        if self.holders.is_default(lookup) and not self.holders.marked_attributes(ref):
+            return None, "", True  # the default without a marked child: it searches the children
         held, path = self.holders.method_returns(ref, name, lookup)
         if not held or any(not isinstance(h, ClassRef) for h in held):
             return None, "", True
@@ -125,8 +129,9 @@ class DrafterLoadChecker:
         return classes, path, True
 
     def _marker_targets(self, ref: ClassRef) -> bool:
-        """``with self._mark_language_model(..., targets=...)``: the default ``get_language_model``
-        then returns the common prefix of descendants, which the holder walk does not model."""
+        """``with self._mark_language_model(..., targets=...)`` or ``_mark_composite_model(...,
+        language_targets=...)``: the default ``get_language_model`` then returns the common prefix
+        of descendants of a type, which the holder walk does not model."""
         marker = self.index.vpack.language_model_marker
         index = self.index
         for current in index.mro(ref).classes:
@@ -137,6 +142,8 @@ class DrafterLoadChecker:
                 continue
             lines = self.index.snippets.lines(module.path) or []
             text = "".join(lines[init.lineno - 1 : init.end_lineno])
+            if _COMPOSITE.search(text):
+                return True
             return bool(marker) and any(_MARKER_TARGETS.search(text[m.end() : m.end() + 400]) for m in re.finditer(re.escape(marker) + r"\(", text))
         return False
 

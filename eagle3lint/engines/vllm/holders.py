@@ -179,6 +179,15 @@ class HolderFinder:
             return None, f"{name}() is only a stub in {owner.qualname if owner else '?'}"
         return None, f"{name}() returns a computed value"
 
+    def is_default(self, lookup: MemberLookup) -> bool:
+        """Whether the method found is the interfaces module's own default body."""
+        owner, proto = lookup.owner, self.protocol
+        return bool(owner and proto and owner.module == proto.module)
+
+    def marked_attributes(self, ref: ClassRef) -> list[str]:
+        """The children ``__init__`` builds under the language-model marker."""
+        return self._marked_attributes(ref)
+
     def _is_language_model(self, ref: ClassRef, attr: str) -> bool:
         held = self.index.attribute_classes(ref, attr)
         return any(isinstance(h, ClassRef) and classify(self.index, h)[0] == TARGET for h in held) or any(
