@@ -72,12 +72,33 @@ def render(data: dict[str, Any], notes: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def repredict(data: dict[str, Any]) -> None:
+    from eagle3lint.enginerun.sweep import find_engine, predictions
+    from eagle3lint.engines import engine_run_for
+
+    env = find_engine(engine_run_for(data["engine"]), None)
+    assert env.package_root is not None
+    found = predictions(env.package_root, env.spec)
+    for run in data["runs"]:
+        p = found.get(run["architecture"])
+        if run.get("predicted", {}) and (run["predicted"] or {}).get("status") == "pre-flight":
+            continue
+        run["predicted"] = None if p is None else {"class": p.qualname, "status": p.status, "outcome": p.outcome, "reason": p.reason, "codes": list(p.codes)}
+        verdict = run["outcome"] in VERDICTS and p is not None and p.outcome in VERDICTS
+        run["agree"] = (p.outcome == run["outcome"]) if verdict and p is not None else None
+    data["summary"] = None
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--from-json", type=Path, nargs="+", help="Sweeps already run; a later file's run of a class replaces an earlier one's.")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "engine-runs.md")
+    parser.add_argument(
+        "--repredict", action="store_true",
+        help="Compare the engine's outcomes with this tree's predictions (the analysis changed since the sweep ran; the engine's files did not).",
+    )
     args = parser.parse_args()
     if args.from_json:
         data = json.loads(args.from_json[0].read_text(encoding="utf-8"))
@@ -97,6 +118,8 @@ def main() -> int:
         if done.returncode not in (0, 1):
             return done.returncode
         data = json.loads(done.stdout)
+    if args.repredict:
+        repredict(data)
     notes = tomllib.loads(NOTES.read_text(encoding="utf-8")) if NOTES.exists() else {}
     args.out.write_text(render(data, {k: str(v) for k, v in notes.items()}), encoding="utf-8")
     print(f"wrote {args.out}")

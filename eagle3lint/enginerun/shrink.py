@@ -212,15 +212,15 @@ def _per_layer_lists(config: dict[str, Any], old_layers: int, layers: int, where
     for key, value in list(config.items()):
         if isinstance(value, dict) and "layer" in key and value and all(str(k).isdigit() for k in value):
             # Per-layer settings keyed by layer index: those still inside the model.
-            kept = {k: v for k, v in value.items() if int(k) < layers}
-            if kept != value:
-                _set(config, key, kept, where, changes)
+            inside = {k: v for k, v in value.items() if int(k) < layers}
+            if inside != value:
+                _set(config, key, inside, where, changes)
             continue
         if not isinstance(value, list) or not value:
             continue
         if len(value) == old_layers and old_layers != layers:
             _set(config, key, value[:layers] if len(value) > layers else value + value[-1:] * (layers - len(value)), where, changes)
-        elif "layer" in key and all(_is_int(v) for v in value) and not isinstance(value, dict):
+        elif "layer" in key and all(_is_int(v) for v in value):
             kept = [v for v in value if 0 <= v < layers]
             if kept != value:
                 _set(config, key, kept, where, changes)
