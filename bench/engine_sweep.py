@@ -32,7 +32,7 @@ def _cell(text: str) -> str:
 
 def render(data: dict[str, Any], notes: dict[str, str]) -> str:
     runs = data["runs"]
-    text_only = [r for r in runs if not ((r.get("config") or {}).get("language_model_only"))]
+    text_only = [r for r in runs if not r.get("language_model_only")]
     multimodal = [r for r in runs if r not in text_only]
     set_up = [r for r in runs if r["outcome"] in VERDICTS]
     text_set_up = [r for r in text_only if r["outcome"] in VERDICTS]

@@ -41,6 +41,7 @@ UPPER = (
     "eagle3lint.verify.cli",
     "eagle3lint.verify.preflight",
     "eagle3lint.verify.report",
+    "eagle3lint.enginerun.cli",
 )
 # What the adapter base is, and the packages above it: the machinery it hands out (rules, fixes,
 # the verify driver) is named through its ports, never imported.

@@ -56,6 +56,8 @@ def to_json(env: EngineEnv, runs: Sequence[ClassRun]) -> dict[str, Any]:
                 "aux_states": [p.get("aux_count") for p in (r.eagle or {}).get("passes", [])][:1] or None,
                 "target_class": (r.eagle or {}).get("target_class"),
                 "config": (r.eagle or {}).get("setup"),
+                "language_model_only": bool((r.eagle or {}).get("language_model_only")),
+                "notes": r.notes,
                 "base_run": None if r.base is None else {"ok": bool(r.base.get("ok")), "error": r.base.get("error")},
             }
             for r in runs

@@ -270,3 +270,33 @@ def drafter_config(hidden: int, vocab: int, dtype: str = "float32") -> dict[str,
         "tie_word_embeddings": False,
         "torch_dtype": dtype,
     }
+
+
+def guess_missing(name: str, vocab: int = VOCAB) -> Any:
+    """A value for a config attribute the class default lacks but the engine reads (checkpoints
+    carry it): by its name, the smallest value that keeps a launch consistent. Not a claim about
+    real checkpoints: the record lists every guess."""
+    lowered = name.lower()
+    if lowered.endswith(("token_id", "token_index", "_id")):
+        return vocab - 64
+    if "rope_parameters" in lowered or lowered == "rope_scaling":
+        return {"rope_type": "default", "rope_theta": 10000.0}
+    if "theta" in lowered or "rope_base" in lowered:
+        return 10000.0
+    if "eps" in lowered:
+        return 1e-6
+    if lowered.endswith(("_func", "_function")):
+        return "softmax"
+    if lowered.endswith("_act") or lowered.startswith("hidden_act") or lowered.endswith("activation"):
+        return "silu"
+    if lowered.startswith(("use_", "is_", "enable_", "has_")):
+        return False
+    if lowered.endswith(("head_dim", "_head_size")):
+        return HEAD_DIM
+    if lowered.endswith(("hidden_size", "_dim", "_size", "_width")):
+        return TEXT_HIDDEN
+    if lowered.startswith(("num_", "n_")) or lowered.endswith(("_layers", "_heads", "_experts")):
+        return 1
+    if "factor" in lowered or "scale" in lowered or "ratio" in lowered:
+        return 1.0
+    return None

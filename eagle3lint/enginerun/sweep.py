@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.enginerun import matcher, shrink
-from eagle3lint.enginerun.outcome import VERDICTS, EngineOutcome, classify
+from eagle3lint.enginerun.outcome import UNMATCHED, VERDICTS, EngineOutcome, classify
 from eagle3lint.enginerun.spec import EngineRunSpec
 from eagle3lint.enginerun.stubs import write_stubs
 from eagle3lint.errors import UsageError
@@ -156,7 +157,14 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-def probe_once(env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout_s: float, slot: int, jobs: int) -> dict[str, Any] | None:
+MISSING_ATTRIBUTE = re.compile(r"^'(\w*Config)' object has no attribute '(\w+)'$")
+# How many attributes a class default's config may gain, one per try.
+ATTRIBUTE_TRIES = 4
+
+
+def probe_once(
+    env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout_s: float, slot: int, jobs: int, added: dict[str, Any] | None = None
+) -> dict[str, Any] | None:
     """One launch in its own process group, killed at the time limit; its record (None: none written)."""
     workdir.mkdir(parents=True, exist_ok=True)
     out = workdir / f"{mode}.json"
@@ -170,6 +178,7 @@ def probe_once(env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout
         "layers": shrink.TEXT_LAYERS,
         "shrink_path": shrink.__file__,
         "matcher_path": matcher.__file__,
+        "config_added": added or {},
     }
     spec_path = workdir / f"{mode}-spec.json"
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
@@ -203,17 +212,29 @@ def probe_once(env: EngineEnv, launch: Launch, mode: str, workdir: Path, timeout
 
 def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, workdir: Path, timeout_s: float, slot: int = 0, jobs: int = 1) -> ClassRun:
     """The launch with the drafter; where it fails short of the engine's refusal, the same launch
-    without it, so that a failing set-up is never blamed on EAGLE-3."""
+    without it, so that a failing set-up is never blamed on EAGLE-3. Where the launch *without*
+    the drafter reads a config attribute the class default lacks (checkpoints carry it), both
+    launches again with a value for it: only what the drafter's launch alone reads can be
+    EAGLE-3's crash (a multimodal id the drafter load copies is never added)."""
     start = time.monotonic()
-    eagle = probe_once(env, launch, "eagle", workdir, timeout_s, slot, jobs)
-    base = None
-    first = classify(eagle, None, env.spec.refusals)
-    if first.outcome not in ("works", "silent", "refused") and (eagle or {}).get("failed_in") != "setup":
-        base = probe_once(env, launch, "base", workdir, timeout_s, slot, jobs)
+    added: dict[str, Any] = {}
+    while True:
+        eagle = probe_once(env, launch, "eagle", workdir, timeout_s, slot, jobs, added)
+        base = None
+        first = classify(eagle, None, env.spec.refusals)
+        if first.outcome in ("works", "silent", "refused", UNMATCHED) or (eagle or {}).get("failed_in") == "setup":
+            break
+        base = probe_once(env, launch, "base", workdir, timeout_s, slot, jobs, added)
+        missing = MISSING_ATTRIBUTE.match(str(((base or {}).get("error") or {}).get("message", "")))
+        if launch.model_path is not None or missing is None or missing.group(2) in added or len(added) >= ATTRIBUTE_TRIES:
+            break
+        added[missing.group(2)] = shrink.guess_missing(missing.group(2))
     outcome = classify(eagle, base, env.spec.refusals)
     timings = (eagle or {}).get("timings") or {}
-    setup = timings.get("init")
-    return ClassRun(launch.architecture, prediction, outcome, eagle, base, round(time.monotonic() - start, 1), setup)
+    run = ClassRun(launch.architecture, prediction, outcome, eagle, base, round(time.monotonic() - start, 1), timings.get("init"))
+    if added:
+        run.notes.append("config attributes the class default lacks, added: " + ", ".join(f"{k}={v!r}" for k, v in added.items()))
+    return run
 
 
 def run_many(

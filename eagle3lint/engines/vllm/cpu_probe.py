@@ -177,6 +177,10 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         for key in ("torch_dtype", "dtype"):
             config.pop(key, None)
         config["torch_dtype"] = "float32"
+        for key, value in (spec.get("config_added") or {}).items():
+            # What the engine read and the class default lacks: at every level that has sizes.
+            for level in [config, *(v for v in config.values() if isinstance(v, dict) and "hidden_size" in v)]:
+                level.setdefault(key, value)
         hidden, vocab = shrunk.hidden, shrunk.vocab
         text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
         hidden = text.get("hidden_size") or hidden
@@ -257,8 +261,24 @@ class Observer:
         norms = [m for n, m in layer.named_children() if "norm" in n.lower() or "norm" in type(m).__name__.lower()]
         seen = {"first": True}
 
-        def layer_pre(_module: Any, _args: Any, _kwargs: Any) -> None:
-            seen["first"] = True
+        def layer_pre(_module: Any, args: Any, kwargs: Any) -> None:
+            residual = kwargs.get("residual", args[2] if len(args) > 2 else None)
+            if isinstance(residual, torch.Tensor):
+                # vLLM's split stream (hidden, residual): the first norm tells how they combine
+                # (a fused add returns the sum; a parallel-residual block's norm reads the stream).
+                seen["first"] = True
+                return
+            # One stream in (transformers' layers, or vLLM's first layer): the input is the
+            # stream, whatever the block does with its norms (post-norm blocks norm a sublayer's
+            # output, not the stream).
+            seen["first"] = False
+            hidden = kwargs.get("hidden_states")
+            if not isinstance(hidden, torch.Tensor):
+                hidden = next((a for a in args if isinstance(a, torch.Tensor) and a.is_floating_point() and a.dim() >= 2), None)
+            if hidden is not None:
+                self.streams[i] = hidden.detach().clone()
+            else:
+                seen["first"] = True
 
         def norm_hook(_module: Any, args: Any, kwargs: Any, out: Any) -> None:
             if not seen["first"]:
