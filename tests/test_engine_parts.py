@@ -206,3 +206,43 @@ def test_model_path_without_an_architecture(tmp_path: Path, body: str) -> None:
     (tmp_path / "config.json").write_text(body, encoding="utf-8")
     done = run_cli("engine-run", "--model-path", str(tmp_path), "--engine-python", sys.executable)
     assert done.returncode == 2 and "config.json" in done.stderr and "Traceback" not in done.stderr
+
+
+# ---- config attributes a class default lacks ------------------------------------------------------
+
+def _record(message: str | None, phase: str = "init") -> dict[str, object]:
+    if message is None:
+        return {"ok": True, "ids": None, "passes": []}
+    return {"ok": False, "failed_in": phase, "error": {"type": "AttributeError", "message": message, "frames": []}}
+
+
+def test_attributes_only_the_base_launch_needs_are_added(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The launch without the drafter lacks `score_func`: both launches rerun with it; the
+    drafter's launch then lacks `image_token_index` (what the drafter load copies), which the
+    launch without the drafter never reads: that crash is EAGLE-3's, and nothing is added for it."""
+    from eagle3lint.enginerun import sweep
+    from eagle3lint.enginerun.spec import EngineRunSpec
+
+    calls: list[tuple[str, dict[str, object]]] = []
+
+    def fake_probe(_env: object, _launch: object, mode: str, *_args: object, added: dict[str, object] | None = None, **_kw: object) -> dict[str, object]:
+        calls.append((mode, dict(added or {})))
+        if "score_func" not in (added or {}):
+            return _record("'AfmoeConfig' object has no attribute 'score_func'")
+        return _record("'AfmoeConfig' object has no attribute 'image_token_index'") if mode == "eagle" else _record(None)
+
+    monkeypatch.setattr(sweep, "probe_once", lambda env, launch, mode, workdir, timeout_s, slot, jobs, added=None: fake_probe(env, launch, mode, added=added))
+    spec = EngineRunSpec("vllm", tmp_path / "probe.py", REFUSALS, list, "", "", {})
+    env = sweep.EngineEnv(spec, tmp_path / "python", "0", tmp_path)
+    run = sweep.run_class(env, sweep.Launch("AfmoeForCausalLM"), None, tmp_path, 10.0)
+    assert run.outcome.outcome == "crash" and "image_token_index" in run.outcome.cause
+    assert [mode for mode, _ in calls] == ["eagle", "base", "eagle", "base"]
+    assert calls[-1][1] == {"score_func": "softmax"} and "score_func='softmax'" in run.notes[0]
+
+
+def test_guessed_values_by_name() -> None:
+    from eagle3lint.enginerun.shrink import guess_missing
+
+    assert guess_missing("media_placeholder_token_id") < VOCAB
+    assert guess_missing("rope_theta") == 10000.0 and guess_missing("use_qk_norm") is False
+    assert guess_missing("head_dim") == HEAD_DIM and guess_missing("num_nextn_predict_layers") == 1
