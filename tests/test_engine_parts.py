@@ -178,6 +178,12 @@ def test_outcomes_from_records() -> None:
     assert silent.outcome == "silent" and silent.matched
     indistinct = classify(_worked(False, indistinct=[1, 2]), None, REFUSALS)
     assert indistinct.outcome == "works" and not indistinct.matched
+    # A last layer adding nothing (stream 8 = stream 7) does not blur ids 2, 4 and 5.
+    far = classify(_worked(False, indistinct=[8]), None, REFUSALS)
+    assert far.outcome == "silent" and far.matched
+    # Stream 6 equals stream 5: a state from layer 6 would pass as id 5's, no verdict on the match.
+    neighbour = classify(_worked(False, indistinct=[6]), None, REFUSALS)
+    assert neighbour.outcome == "works" and not neighbour.matched
     # No state equals anything recorded: the hooks missed the stream, no verdict.
     assert classify(_worked(None, seen=False), None, REFUSALS).outcome == UNMATCHED
 

@@ -81,6 +81,14 @@ def _failure(record: dict[str, Any]) -> str:
     return error_text(record)
 
 
+def _tells_ids_apart(recorded: dict[str, Any], ids: list[int]) -> bool:
+    """No requested id's stream equals its neighbour's: where stream k equals stream k - 1 (or
+    k + 1), a state from the neighbouring layer would match id k. Equal streams elsewhere in the
+    pass (a last layer adding nothing under dummy weights) do not blur the ids asked for."""
+    same_as_previous = set(recorded.get("indistinct") or [])
+    return not any(k in same_as_previous or k + 1 in same_as_previous for k in ids)
+
+
 def _judge_states(eagle: dict[str, Any]) -> EngineOutcome:
     ids = eagle.get("ids")
     passes = [p for p in eagle.get("passes") or [] if p.get("aux_count") is not None]
@@ -88,7 +96,7 @@ def _judge_states(eagle: dict[str, Any]) -> EngineOutcome:
         return EngineOutcome("works", "generated, but the runner set no layer ids on the target")
     if not passes:
         return EngineOutcome("works", f"generated with ids {ids}; the target's forward returned no states the probe could read")
-    clear = [p for p in passes if not p.get("indistinct") and p.get("streams_seen")]
+    clear = [p for p in passes if p.get("streams_seen") and _tells_ids_apart(p, ids)]
     if not clear:
         return EngineOutcome("works", f"generated with ids {ids}; no pass told the layers apart")
     if all(not m.get("streams") and not m.get("partials") for p in clear for m in p.get("matches", [])):
