@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 from pathlib import Path
 
 import pytest
@@ -222,3 +223,22 @@ def test_function_chunks_find_the_same_sites_as_whole_file_parses(spec: str, mon
     everything = dataclasses.replace(engine, pack=dataclasses.replace(engine.pack, scan_skip=()))
     monkeypatch.undo()
     assert sites(extract_contract(everything)) == sites(chunked)
+
+
+def test_contract_text_of_engine_facts_is_on_real_lines_with_analysed_text_escaped(tmp_path: Path) -> None:
+    """vLLM's protocol block is the tool's text of several lines: real newlines, never a literal
+    ``\\n``; a model type read from the tree holding a line break stays escaped on its line."""
+    root = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "vllm_modern", root)
+    shutil.copytree(FIXTURES / "vllm_allow_list" / "vllm", root / "vllm", dirs_exist_ok=True)
+    spec = root / "vllm" / "config" / "speculative.py"
+    spec.write_text(spec.read_text().replace('["llama", "helper"]', '["llama", "evil\\nFORGED line"]'))
+    done = run_cli("contract", root / "vllm")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert not any("\\n" in line and "evil" not in line for line in lines)
+    assert any(line.startswith("vllm: protocol SupportsEagle3") for line in lines)
+    assert any(line.startswith("  check: supports_eagle3(model)") for line in lines)
+    (allow,) = [line for line in lines if line.startswith("EAGLE-3 only for HF model_types")]
+    assert "llama, evil\\nFORGED line (" in allow
+    assert not any(line.startswith("FORGED") for line in lines)

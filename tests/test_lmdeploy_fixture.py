@@ -114,6 +114,11 @@ def test_contract_text_lists_each_builder() -> None:
     assert done.returncode == 0
     assert "LlamaModelConfigBuilder (pytorch/configurations/llama.py:5) [architectures[0]" in done.stdout
     assert "a target never opted in: the engine builds the plain (non-speculative) strategies" in done.stdout
+    # The config-builder block is the tool's own: one builder a line, real newlines (no literal \n).
+    lines = done.stdout.splitlines()
+    assert not any("\\n" in line for line in lines)
+    assert any(line.startswith("  LlamaModelConfigBuilder (") for line in lines)
+    assert any(line.startswith("build context capture layers for eagle3: ") for line in lines)
 
 
 @pytest.mark.parametrize(

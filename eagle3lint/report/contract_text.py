@@ -1,7 +1,9 @@
 """``eagle3lint contract`` as text: members, roles, guards and every call site.
 
 Names, paths and branch conditions come from the engine's (or a plugin's) source: each goes out
-through ``line_text``, so none can break a line or drive the terminal."""
+through ``line_text``, so none can break a line or drive the terminal. An engine's facts
+(``Contract.extra``) are the tool's own blocks of several lines: each line goes out on its own
+(their ``__str__`` escapes the analysed text in them, so a line break there is the tool's)."""
 
 from __future__ import annotations
 
@@ -30,7 +32,13 @@ def write_contract_text(contract: Contract, out: TextIO) -> None:
         for member in unknown:
             _write_member(member, out, indent="  ")
     for key, value in contract.extra.items():
-        out.write(line_text(f"{key}: {value}") + "\n")
+        out.write(block_text(f"{key}: {value}"))
+
+
+def block_text(text: str) -> str:
+    """The tool's text of several lines (``"\\n"`` its line breaks), each line as ``line_text``
+    writes it: real newlines, while any other control character stays escaped."""
+    return "".join(line_text(line) + "\n" for line in text.rstrip("\n").split("\n"))
 
 
 def _write_member(member: MemberContract, out: TextIO, indent: str = "") -> None:

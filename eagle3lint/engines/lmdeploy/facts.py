@@ -35,6 +35,7 @@ from eagle3lint.engines.lmdeploy.builders import (
 )
 from eagle3lint.engines.lmdeploy.evaluate import UNKNOWN, literal, truth
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
+from eagle3lint.escape import line_text
 from eagle3lint.findings import FileError
 from eagle3lint.sources import parse_file
 
@@ -117,7 +118,9 @@ class LmdeployContract:
             lines.append(f"proposer fallback (no captured states: the drafter reads the last hidden state): {self.fallback.path}:{self.fallback.line}")
         if self.config_types:
             lines.append("engine config classes: " + "; ".join(f"{t} -> {', '.join(a[:1])}" for t, a in sorted(self.config_types.items())))
-        return "\n".join(lines) + "\n"
+        # One fact a line: the analysed text in a line (a refusal's message, a path) escaped, so
+        # that the line breaks are the tool's.
+        return "".join(line_text(line) + "\n" for line in lines)
 
 
 _TOO_DEEP = "nested too deeply to read (its EAGLE-3 facts are unknown)"

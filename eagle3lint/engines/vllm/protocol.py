@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3lint.contract import CheckCall
 from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
+from eagle3lint.escape import line_text
 from eagle3lint.findings import FileError
 from eagle3lint.sources import decode_source, parse_text, read_source
 from eagle3lint.summary import dotted, is_stub_body
@@ -250,20 +251,21 @@ class VllmContract:
         }
 
     def __str__(self) -> str:
+        """The contract's text for ``eagle3lint contract``: one fact a line; the analysed text in
+        a line (names, paths, model types) escaped, so that the line breaks are the tool's."""
         proto = self.protocol
-        allow = ""
+        tail: list[str] = []
         if self.allow_list is not None:
-            allow = (
+            tail.append(
                 f"EAGLE-3 only for HF model_types containing {', '.join(self.allow_list.model_types)} "
-                f"({self.allow_list.path}:{self.allow_list.line})\n"
+                f"({self.allow_list.path}:{self.allow_list.line})"
             )
             if self.model_types is not None:
-                allow += f"  model types of each architecture from {self.model_types.origin}"
-                allow += f" and {self.model_types.registry_path}\n" if self.model_types.registry_path else "\n"
-        if self.drafter_load is not None:
-            allow += str(self.drafter_load)
+                origin = f"  model types of each architecture from {self.model_types.origin}"
+                tail.append(origin + (f" and {self.model_types.registry_path}" if self.model_types.registry_path else ""))
+        drafter = str(self.drafter_load) if self.drafter_load is not None else ""
         if proto is None:
-            return "no EAGLE-3 protocol in this tree: the members above are the whole contract\n" + allow
+            return _text(["no EAGLE-3 protocol in this tree: the members above are the whole contract", *tail]) + drafter
         lines = [
             f"protocol {proto.name} ({proto.path}:{proto.line})"
             + (", runtime_checkable" if proto.runtime_checkable else ""),
@@ -291,7 +293,13 @@ class VllmContract:
         for site in self.check_sites:
             raises = "raises when false" if site.guard == "error" else "falls back when false"
             lines.append(f"  called at {site.path}:{site.line}  {site.function}  {site.check}({site.argument})  {raises}")
-        return "\n".join(lines) + "\n" + allow
+        return _text(lines + tail) + drafter
+
+
+def _text(lines: list[str]) -> str:
+    """Lines for a block of the tool's text: each line's analysed text escaped (a model type or
+    a path holding a line break stays on its line), each line ended."""
+    return "".join(line_text(line) + "\n" for line in lines)
 
 
 # ---- reading interfaces.py -------------------------------------------------------------------
