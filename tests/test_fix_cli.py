@@ -209,3 +209,25 @@ def test_nothing_to_fix_is_said_and_counts_what_the_baseline_hides(tmp_path: Pat
     assert done.returncode == 0, done.stderr
     assert done.stdout == ""
     assert "Nothing to fix: no findings (2 in the baseline)." in done.stderr
+    # `--no-baseline` is the same flag as `check`'s: the baseline set aside, every finding fixed.
+    aside = run_cli("fix", root / MODELS, "--no-baseline", cwd=tmp_path)
+    assert aside.returncode == 1, aside.stderr
+    assert aside.stdout.count("+    def ") == 4
+    assert "Would fix 2 of 2 findings in 1 file" in aside.stderr
+    assert "in the baseline" not in aside.stderr
+
+
+def test_verify_measures_without_speculation_under_its_own_flag() -> None:
+    """verify's run without speculation is `--no-speedup-baseline`; `--no-baseline` is the
+    findings baseline's flag only (`check`, `fix`), never taken for it."""
+    from click.testing import CliRunner
+
+    from eagle3lint.fix.cli import fix
+    from eagle3lint.verify.cli import verify
+
+    names = {opt for p in fix.params for opt in (*p.opts, *p.secondary_opts)}
+    assert {"--no-baseline", "--speedup-baseline", "--no-speedup-baseline"} <= names
+    (flag,) = [p for p in fix.params if "--no-baseline" in p.opts]
+    assert flag.name == "no_baseline"
+    refused = CliRunner().invoke(verify, ["--model-path", "t", "--no-baseline"])
+    assert refused.exit_code == 2 and "No such option" in refused.output

@@ -388,7 +388,7 @@ def test_vllm_server_gets_a_dash_model_path_as_its_model(tmp_path: Path) -> None
     prompts = tmp_path / "prompts.txt"
     prompts.write_text("Say hello.\n")
     done = run_verify_cli(
-        "--engine", "vllm", "--model-path=-target", "--draft-model-path=-drafter", "--no-baseline", "--format", "json",
+        "--engine", "vllm", "--model-path=-target", "--draft-model-path=-drafter", "--no-speedup-baseline", "--format", "json",
         "--launcher", fake_launcher("vllm", state_path(tmp_path)), "--prompts", prompts, "--max-new-tokens", "8",
         "--concurrency", "1", "--log-dir", tmp_path / "logs", "--poll-interval", "0.05",
         cwd=tmp_path / "models",

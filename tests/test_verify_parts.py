@@ -248,7 +248,7 @@ def test_verify_options_can_be_shared_by_another_command() -> None:
         seen["rest"] = values
         seen["options"] = options_from_click("sglang", None, "json", **verify_values)
 
-    result = CliRunner().invoke(fix, ["--apply", "--model-path", "/m/t", "--draft-model-path", "/m/d", "--tp", "2", "--gpus", "0,1", "--no-baseline"])
+    result = CliRunner().invoke(fix, ["--apply", "--model-path", "/m/t", "--draft-model-path", "/m/d", "--tp", "2", "--gpus", "0,1", "--no-speedup-baseline"])
     assert result.exit_code == 0, result.output
     options = seen["options"]
     assert isinstance(options, VerifyOptions)

@@ -90,6 +90,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 @click.option("--ignore", multiple=True, help="Rule codes, prefixes or names to leave alone (comma-separated).")
 @exclude_options
 @config_option
+@click.option("--no-baseline", is_flag=True, help="Fix every finding, whatever baseline the settings name (as `check --no-baseline` reports every one).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary: the diff (dry run) and what went wrong, nothing else.")
@@ -108,6 +109,7 @@ def fix(
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
     config_file: Path | None,
+    no_baseline: bool,
     no_cache: bool,
     exit_zero: bool,
     quiet: bool,
@@ -129,6 +131,8 @@ def fix(
     # `--engine-option` (declared with verify's options, which it feeds too): the verdicts a fix
     # must reach assume the same launch as `check` and `models`.
     settings = with_engine_options(settings, tuple(verify_values.get("engine_options") or ()))
+    if no_baseline:
+        settings.baseline = None
     unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
     original_paths = paths
     if not release and is_file_list(paths) and not then_verify:

@@ -71,7 +71,11 @@ def _verify_options(func: F, required: bool) -> F:
         click.option("--num-draft-tokens", type=int, help="SGLang --speculative-num-draft-tokens."),
         DRAFTER_IDS,
         click.option("--timeout", "timeout_s", type=float, default=3600.0, show_default=True, help="Seconds to wait for each server to be ready."),
-        click.option("--baseline/--no-baseline", default=True, show_default=True, help="Also measure the target without speculation, for the speedup."),
+        # Not --baseline: across commands that names the findings baseline (`check`, `fix`, `models`).
+        click.option(
+            "--speedup-baseline/--no-speedup-baseline", "baseline", default=True, show_default=True,
+            help="Also measure the target without speculation: the baseline the speedup is against.",
+        ),
         click.option("--prompts", "prompts_file", type=click.Path(path_type=Path), help="Prompts file: .jsonl ({\"messages\": [...]} or {\"prompt\": ...}) or one prompt per line."),
         click.option("--max-new-tokens", type=int, default=256, show_default=True),
         click.option("--concurrency", default="1,16", show_default=True, help="Concurrency levels to measure."),
