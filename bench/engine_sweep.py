@@ -30,9 +30,12 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def render(data: dict[str, Any], notes: dict[str, str]) -> str:
+def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozenset[str]) -> str:
     runs = data["runs"]
-    text_only = [r for r in runs if not r.get("language_model_only")]
+    if text_only_names:
+        text_only = [r for r in runs if r["architecture"] in text_only_names]
+    else:  # no engine here to read the registry: the probe's own word
+        text_only = [r for r in runs if not r.get("language_model_only")]
     multimodal = [r for r in runs if r not in text_only]
     set_up = [r for r in runs if r["outcome"] in VERDICTS]
     text_set_up = [r for r in text_only if r["outcome"] in VERDICTS]
@@ -72,11 +75,26 @@ def render(data: dict[str, Any], notes: dict[str, str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def repredict(data: dict[str, Any]) -> None:
-    from eagle3lint.enginerun.sweep import find_engine, predictions
+def _engine(data: dict[str, Any]) -> Any:
+    from eagle3lint.enginerun.sweep import find_engine
     from eagle3lint.engines import engine_run_for
 
-    env = find_engine(engine_run_for(data["engine"]), None)
+    return find_engine(engine_run_for(data["engine"]), None)
+
+
+def text_only_names(data: dict[str, Any]) -> frozenset[str]:
+    """The architectures the installed engine registers as text-only generators."""
+    try:
+        env = _engine(data)
+    except Exception:  # no engine installed: render from the records alone
+        return frozenset()
+    return env.spec.text_only(env.package_root) if env.package_root is not None else frozenset()
+
+
+def repredict(data: dict[str, Any]) -> None:
+    from eagle3lint.enginerun.sweep import predictions
+
+    env = _engine(data)
     assert env.package_root is not None
     found = predictions(env.package_root, env.spec)
     for run in data["runs"]:
@@ -121,7 +139,7 @@ def main() -> int:
     if args.repredict:
         repredict(data)
     notes = tomllib.loads(NOTES.read_text(encoding="utf-8")) if NOTES.exists() else {}
-    args.out.write_text(render(data, {k: str(v) for k, v in notes.items()}), encoding="utf-8")
+    args.out.write_text(render(data, {k: str(v) for k, v in notes.items()}, text_only_names(data)), encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

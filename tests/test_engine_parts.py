@@ -88,6 +88,12 @@ def test_class_defaults_that_checkpoints_always_set() -> None:
     assert config["n_group"] == 1 and config["topk_group"] == 1
     assert config["head_dim"] == HEAD_DIM and config["rotary_dim"] <= HEAD_DIM
     assert config["per_layer_config"] == {"3": {"a": 1}}
+    # DeepseekV2Config's num_experts_per_tok is None (routing to no experts); Zamba2's attention
+    # width is twice the hidden size, and stays so.
+    moe = shrink_config({"hidden_size": 2560, "num_attention_heads": 32, "num_hidden_layers": 54, "n_routed_experts": 64,
+                         "num_experts_per_tok": None, "attention_hidden_size": 5120, "intermediate_size": 10240}).config
+    assert moe["num_experts_per_tok"] == 2 and moe["attention_hidden_size"] == 2 * TEXT_HIDDEN
+    assert moe["intermediate_size"] == 256  # an intermediate size is not a width multiple
 
 
 def test_drafter_matches_the_target() -> None:
@@ -251,4 +257,7 @@ def test_guessed_values_by_name() -> None:
 
     assert guess_missing("media_placeholder_token_id") < VOCAB
     assert guess_missing("rope_theta") == 10000.0 and guess_missing("use_qk_norm") is False
+    # Exaone's activation_function, BailingMoe's embedding_dropout, MiniCPM's dim_model_base.
+    assert guess_missing("activation_function") == "silu" and guess_missing("embedding_dropout") == 0.0
+    assert isinstance(guess_missing("dim_model_base"), int)
     assert guess_missing("head_dim") == HEAD_DIM and guess_missing("num_nextn_predict_layers") == 1

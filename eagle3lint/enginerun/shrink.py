@@ -139,6 +139,7 @@ def _set(config: dict[str, Any], key: str, value: Any, where: str, changes: list
 def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes: list[str]) -> None:
     old_layers = _first(config, LAYER_KEYS)
     old_heads = _first(config, HEAD_KEYS)
+    old_hidden = _first(config, HIDDEN_KEYS)
     for key in HIDDEN_KEYS:
         # Set, not only capped: a smaller default width would give heads no CPU backend compiles.
         if _is_int(config.get(key)) and config[key] > 0:
@@ -169,6 +170,19 @@ def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes
     for key in TOP_K_KEYS:
         if _is_int(config.get(key)) and config[key] > 0 and (experts is not None or key != "top_k"):
             _set(config, key, min(config[key], MAX_TOP_K, experts or MAX_TOP_K), where, changes)
+        elif key in config and config[key] is None and experts is not None and key != "top_k":
+            # A class default of None routes to no experts (checkpoints set it).
+            _set(config, key, min(MAX_TOP_K, experts), where, changes)
+    if old_hidden:
+        # Widths stated as a multiple of the hidden size (Zamba2's attention_hidden_size = 2 x
+        # hidden) keep the multiple.
+        for key, value in list(config.items()):
+            if (
+                isinstance(key, str) and key.endswith(("hidden_size", "_dim")) and _is_int(value)
+                and key not in (*HIDDEN_KEYS, *INTERMEDIATE_KEYS, *MOE_INTERMEDIATE_KEYS)
+                and value > targets.hidden and value % old_hidden == 0 and value // old_hidden <= 4
+            ):
+                _set(config, key, targets.hidden * (value // old_hidden), where, changes)
     for key in GROUP_KEYS:
         # A class default of None leaves grouped top-k routing without groups (checkpoints set it).
         if key in config and (config[key] is None or (_is_int(config[key]) and config[key] > 1)):
@@ -285,18 +299,31 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         return 10000.0
     if "eps" in lowered:
         return 1e-6
+    if "activation" in lowered or lowered.endswith(("_act", "act_fn")):
+        return "silu"
     if lowered.endswith(("_func", "_function")):
         return "softmax"
+    if "dropout" in lowered or lowered.endswith("_pdrop"):
+        return 0.0
     if lowered.endswith("_act") or lowered.startswith("hidden_act") or lowered.endswith("activation"):
         return "silu"
     if lowered.startswith(("use_", "is_", "enable_", "has_")):
         return False
-    if lowered.endswith(("head_dim", "_head_size")):
+    if lowered.endswith(("head_dim", "_head_size")) or lowered in ("rotary_dim", "rope_dim"):
         return HEAD_DIM
+    if lowered.startswith("first_k") or lowered.endswith("_replace"):
+        return 1
+    if lowered in LAYER_KEYS:
+        return TEXT_LAYERS
+    if lowered in HEAD_KEYS or lowered in KV_HEAD_KEYS:
+        return TEXT_HEADS
     if lowered.endswith(("hidden_size", "_dim", "_size", "_width")):
         return TEXT_HIDDEN
     if lowered.startswith(("num_", "n_")) or lowered.endswith(("_layers", "_heads", "_experts")):
         return 1
     if "factor" in lowered or "scale" in lowered or "ratio" in lowered:
         return 1.0
+    if lowered.endswith(("_base", "_multiplier")):
+        # muP-style widths a size is divided by (MiniCPM's dim_model_base): the width itself.
+        return TEXT_HIDDEN if lowered.endswith("_base") else 1.0
     return None

@@ -28,3 +28,6 @@ class EngineRunSpec:
     launch_options: tuple[str, ...] = ()
     # Per-job environment, by job slot (thread binding).
     slot_env: Callable[[int, int], dict[str, str]] = lambda _slot, _jobs: {}
+    # The architectures the installed engine registers as text-only generators, read from its
+    # source under the package root (the sweep's set-up goal counts those).
+    text_only: Callable[[Path], frozenset[str]] = lambda _root: frozenset()

@@ -105,7 +105,22 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
             except LookupError:
                 continue
             return model_type, config_cls, f"its vLLM base class {base.__name__} (no config class of its own)"
-    raise LookupError(f"no config class found for {architecture} (none of its own, none of its vLLM bases')")
+    # Remote code only (InternLM2, Exaone, BailingMoe...): Llama's config under the architecture's
+    # own model type, registered with transformers in this process (a checkpoint's config.json
+    # gives such a class every key it reads; what Llama's lacks, the launch names and the sweep
+    # adds on its retry).
+    stem = re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture).lower()
+    if not stem:
+        raise LookupError(f"no config class found for {architecture} (none of its own, none of its vLLM bases')")
+    return stem, _stand_in_config(stem), "no config class of its own or its bases': Llama's, as a stand-in"
+
+
+def _stand_in_config(model_type: str) -> Any:
+    from transformers import AutoConfig, LlamaConfig
+
+    stand_in = type(f"StandIn_{model_type}_Config", (LlamaConfig,), {"model_type": model_type})
+    AutoConfig.register(model_type, stand_in, exist_ok=True)
+    return stand_in
 
 
 def _own_config_class(architecture: str) -> tuple[str, Any, str]:

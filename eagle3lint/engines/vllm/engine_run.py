@@ -7,6 +7,7 @@ loads the target, then the drafter against it, then checks EAGLE-3 support
 
 from __future__ import annotations
 
+import ast
 import os
 import re
 from pathlib import Path
@@ -36,6 +37,24 @@ def _slot_env(slot: int, jobs: int) -> dict[str, str]:
     return {"VLLM_CPU_OMP_THREADS_BIND": str(slot % max(1, os.cpu_count() or 1))} if jobs > 1 else {}
 
 
+# The registry's table of text-only generators (beside _MULTIMODAL_MODELS and the poolers).
+_REGISTRY = "model_executor/models/registry.py"
+_TEXT_TABLE = "_TEXT_GENERATION_MODELS"
+
+
+def _text_only(package_root: Path) -> frozenset[str]:
+    try:
+        tree = ast.parse((package_root / _REGISTRY).read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError, ValueError):
+        return frozenset()
+    for node in tree.body:
+        target = node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else getattr(node, "target", None)
+        value = getattr(node, "value", None)
+        if isinstance(target, ast.Name) and target.id == _TEXT_TABLE and isinstance(value, ast.Dict):
+            return frozenset(k.value for k in value.keys if isinstance(k, ast.Constant) and isinstance(k.value, str))
+    return frozenset()
+
+
 SPEC = EngineRunSpec(
     engine="vllm",
     probe=Path(__file__).with_name("cpu_probe.py"),
@@ -55,6 +74,7 @@ SPEC = EngineRunSpec(
         "VLLM_MLA_DISABLE": "1",
     },
     slot_env=_slot_env,
+    text_only=_text_only,
     # The CPU platform has no Triton, so vLLM takes the V1 runner ("Model Runner V2 requires
     # Triton; using the V1 model runner instead"): the verdicts compared are the V1 runner's.
     launch_options=("runner=v1",),
