@@ -17,6 +17,7 @@ so they are kept as JSON beside a downloaded transformers release (:meth:`TypeTa
 from __future__ import annotations
 
 import ast
+import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,10 +26,12 @@ from typing import Any
 from eagle3lint.sources import parse_file
 
 # Bumped when what is read changes: tables kept as JSON by an older reader are read again.
-FORMAT = 2
+FORMAT = 4
 # ``PretrainedConfig.get_text_config()``: the sub-configs it returns, when exactly one is set.
 TEXT_CONFIG_NAMES = ("text_encoder", "decoder", "generator", "text_config")
 _CONFIG_BASES = frozenset({"PretrainedConfig", "PreTrainedConfig"})
+# Where the base config class lives, relative to the package folder.
+BASE_CONFIG_FILE = "configuration_utils.py"
 _AUTO = "AutoConfig"
 # Config files larger than this are not transformers' (the largest is ~60 kB).
 _MAX_BYTES = 2 << 20
@@ -54,14 +57,24 @@ class ConfigFacts:
     subs: tuple[SubConfig, ...] = ()
     # Why its sub-configs cannot be read at all ("" where they can): a computed ``sub_configs``.
     unreadable: str = ""
+    # The attributes the class itself defines (class-level assignments and annotations, the
+    # fields of transformers 5's dataclass-style configs; ``self.x = ...`` in its methods;
+    # properties; ``attribute_map`` keys), and why that set is not all it may have ("" where
+    # it is: a ``setattr(self, ...)``, a ``__getattr__``, a computed ``attribute_map``).
+    attributes: tuple[str, ...] = ()
+    open_attributes: str = ""
 
     def to_json(self) -> list[Any]:
-        return [self.name, self.model_type, list(self.bases), [[s.attribute, s.config_class, s.unknown] for s in self.subs], self.unreadable]
+        subs = [[s.attribute, s.config_class, s.unknown] for s in self.subs]
+        return [self.name, self.model_type, list(self.bases), subs, self.unreadable, list(self.attributes), self.open_attributes]
 
     @classmethod
     def from_json(cls, data: list[Any]) -> ConfigFacts:
-        name, model_type, bases, subs, unreadable = data
-        return cls(str(name), model_type, tuple(bases), tuple(SubConfig(str(a), str(c), str(u)) for a, c, u in subs), str(unreadable))
+        name, model_type, bases, subs, unreadable, attributes, open_attributes = data
+        return cls(
+            str(name), model_type, tuple(bases), tuple(SubConfig(str(a), str(c), str(u)) for a, c, u in subs), str(unreadable),
+            tuple(map(str, attributes)), str(open_attributes),
+        )
 
 
 @dataclass(frozen=True)
@@ -147,6 +160,31 @@ def text_type(model_type: str, config_class: str | None, configs: dict[str, Conf
     return TextType(sub_type, f"its {text.attribute} is `{text.config_class}`")
 
 
+def defines(config_class: str, attribute: str, configs: dict[str, ConfigFacts]) -> tuple[bool | None, str]:
+    """Whether an instance of ``config_class`` built by transformers has ``attribute``: True
+    where the class or a base defines it, False where every class up to ``PreTrainedConfig``
+    was read and none does, None (and why) where that cannot be told. Extra keys of a
+    checkpoint's ``config.json`` become attributes too; this answers for the class alone."""
+    pending, seen, why = [config_class], set(), ""
+    while pending:
+        name = pending.pop(0)
+        if name in seen:
+            continue
+        seen.add(name)
+        facts = configs.get(name)
+        if facts is None:
+            why = why or f"`{name}` was not read"
+            continue
+        if attribute in facts.attributes:
+            return True, ""
+        if name in _CONFIG_BASES:
+            continue  # its own setattr serves the checkpoint's extra keys; its mixins add no model attributes
+        if facts.open_attributes:
+            why = why or facts.open_attributes
+        pending.extend(facts.bases)
+    return (None, why) if why else (False, "")
+
+
 def _model_type_of(name: str, configs: dict[str, ConfigFacts], depth: int = 0) -> str | None:
     facts = configs.get(name)
     if facts is None or depth > 8:
@@ -226,12 +264,34 @@ def read_model_mappings(tree: ast.Module) -> dict[str, tuple[str, ...]]:
     return {k: tuple(v) for k, v in classes.items()}
 
 
-def read_config_names(tree: ast.Module, name: str = "CONFIG_MAPPING_NAMES") -> dict[str, str]:
-    """``CONFIG_MAPPING_NAMES`` of ``configuration_auto.py``: model type -> config class name."""
-    for target, value in _assignments(tree):
-        if target == name:
-            return {model_type: names[0] for model_type, names in _pairs(value) or []}
-    return {}
+def read_config_names(tree: ast.Module, name: str = "CONFIG_MAPPING_NAMES", start: dict[str, str] | None = None) -> dict[str, str]:
+    """``CONFIG_MAPPING_NAMES`` of ``configuration_auto.py``: model type -> config class name.
+    transformers 5 builds it in ``auto_mappings.py`` (``start``: what was read there) and adds
+    to it: ``CONFIG_MAPPING_NAMES.update({...})``, ``CONFIG_MAPPING_NAMES = OrderedDict(**{...},
+    **CONFIG_MAPPING_NAMES)``. Statements are taken in order; a literal assignment replaces."""
+    out: dict[str, str] = dict(start or {})
+    for stmt in tree.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else stmt.target if isinstance(stmt, ast.AnnAssign) else None
+        value = getattr(stmt, "value", None)
+        if isinstance(target, ast.Name) and target.id == name and value is not None:
+            pairs = _pairs(value)
+            if pairs is not None:
+                out = {model_type: names[0] for model_type, names in pairs}
+            elif isinstance(value, ast.Call) and not value.args and all(kw.arg is None for kw in value.keywords):
+                merged: dict[str, str] = {}
+                for kw in value.keywords:
+                    if isinstance(kw.value, ast.Name) and kw.value.id == name:
+                        merged.update(out)
+                    else:
+                        merged.update({model_type: names[0] for model_type, names in _pairs(kw.value) or []})
+                out = merged
+        elif (
+            isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Attribute)
+            and stmt.value.func.attr == "update" and isinstance(stmt.value.func.value, ast.Name)
+            and stmt.value.func.value.id == name and len(stmt.value.args) == 1
+        ):
+            out.update({model_type: names[0] for model_type, names in _pairs(stmt.value.args[0]) or []})
+    return out
 
 
 def _base_names(cls: ast.ClassDef) -> tuple[str, ...]:
@@ -316,6 +376,54 @@ def _init_builds(cls: ast.ClassDef) -> dict[str, list[str | None]]:
     return builds
 
 
+def _class_attributes(cls: ast.ClassDef) -> tuple[tuple[str, ...], str]:
+    """What the class defines (see :attr:`ConfigFacts.attributes`), and why it may have more."""
+    names: list[str] = []
+    why = ""
+    for stmt in cls.body:
+        if isinstance(stmt, ast.Assign):
+            names.extend(t.id for t in stmt.targets if isinstance(t, ast.Name))
+        elif isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
+            names.append(stmt.target.id)
+        elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            if stmt.name == "__getattr__":
+                why = f"`{cls.name}` defines `__getattr__`"
+            if any((dotted_name(d) or "").split(".")[-1] in ("property", "cached_property") for d in stmt.decorator_list):
+                names.append(stmt.name)
+            for node in ast.walk(stmt):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
+                names.extend(t.attr for t in targets if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self")
+                if (
+                    isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and node.args
+                    and isinstance(node.args[0], ast.Name) and node.args[0].id == "self"
+                ):
+                    if len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str):
+                        names.append(node.args[1].value)
+                    else:
+                        why = why or f"`{cls.name}` sets attributes with `setattr(self, ...)`"
+    for stmt in cls.body:
+        target = stmt.targets[0] if isinstance(stmt, ast.Assign) and len(stmt.targets) == 1 else stmt.target if isinstance(stmt, ast.AnnAssign) else None
+        if not (isinstance(target, ast.Name) and target.id == "attribute_map"):
+            continue
+        value = getattr(stmt, "value", None)
+        if isinstance(value, ast.Dict) and all(isinstance(k, ast.Constant) and isinstance(k.value, str) for k in value.keys):
+            names.extend(str(k.value) for k in value.keys if isinstance(k, ast.Constant))
+        elif value is not None:
+            why = why or f"`{cls.name}.attribute_map` is not a literal"
+    return tuple(dict.fromkeys(names)), why
+
+
+def dotted_name(node: ast.expr) -> str | None:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = dotted_name(node.value)
+        return f"{base}.{node.attr}" if base else None
+    if isinstance(node, ast.Call):
+        return dotted_name(node.func)
+    return None
+
+
 def read_config_class(cls: ast.ClassDef) -> ConfigFacts:
     model_type: str | None = None
     for stmt in cls.body:
@@ -325,8 +433,12 @@ def read_config_class(cls: ast.ClassDef) -> ConfigFacts:
             model_type = value.value
     declared, has_subs = _sub_configs(cls)
     bases = _base_names(cls)
+    attributes, open_attributes = _class_attributes(cls)
     if has_subs and declared is None:
-        return ConfigFacts(cls.name, model_type, bases, unreadable=f"`{cls.name}.sub_configs` is not a literal")
+        return ConfigFacts(
+            cls.name, model_type, bases, unreadable=f"`{cls.name}.sub_configs` is not a literal",
+            attributes=attributes, open_attributes=open_attributes,
+        )
     named = declared or {}
     builds = _init_builds(cls)
     subs: list[SubConfig] = []
@@ -344,7 +456,7 @@ def read_config_class(cls: ast.ClassDef) -> ConfigFacts:
             continue
         why = "set from the arguments" if not built else "built from the checkpoint's own model_type" if None in built else f"one of {', '.join(sorted(b or '?' for b in built))}"
         subs.append(SubConfig(attribute, unknown=why))
-    return ConfigFacts(cls.name, model_type, bases, tuple(subs))
+    return ConfigFacts(cls.name, model_type, bases, tuple(subs), attributes=attributes, open_attributes=open_attributes)
 
 
 def read_config_classes(tree: ast.Module) -> list[ConfigFacts]:
@@ -378,13 +490,20 @@ def read_tables(root: Path, origin: str) -> TypeTables | None:
     classes = read_model_mappings(modeling)
     if not classes:
         return None
+    mappings = parse_bounded(auto / "auto_mappings.py")  # transformers 5
+    config_of = read_config_names(mappings) if mappings is not None else {}
     configuration = parse_bounded(auto / "configuration_auto.py")
-    config_of = read_config_names(configuration) if configuration is not None else {}
+    config_of = read_config_names(configuration, start=config_of) if configuration is not None else config_of
     configs: dict[str, ConfigFacts] = {}
-    for path in config_files(root / "models"):
+    for path in [root / BASE_CONFIG_FILE, *config_files(root / "models")]:
         tree = parse_bounded(path)
         for facts in read_config_classes(tree) if tree is not None else []:
             configs.setdefault(facts.name, facts)
+    # ``PretrainedConfig = PreTrainedConfig``: the base under both spellings.
+    for name in _CONFIG_BASES:
+        base = next((configs[b] for b in sorted(_CONFIG_BASES) if b in configs), None)
+        if base is not None and name not in configs:
+            configs[name] = dataclasses.replace(base, name=name)
     return TypeTables(origin, classes, config_of, configs)
 
 

@@ -161,7 +161,7 @@ def _wanted_files(name: str) -> Callable[[str], bool]:
     def wanted(path: str) -> bool:
         return path.startswith("transformers/models/auto/") or (
             path.startswith("transformers/models/") and path.rsplit("/", 1)[-1].startswith("configuration_")
-        ) or path == "transformers/__init__.py"
+        ) or path in ("transformers/__init__.py", "transformers/configuration_utils.py")
 
     return wanted
 

@@ -48,7 +48,7 @@ def test_the_drafter_load_crashes_before_the_support_check(rows: dict[str, dict[
     assert (row["status"], row["outcome"]) == (status, "crash"), row["reason"]
     assert f"E3L018: the drafter load raises `AttributeError: {message}`" in row["reason"]
     assert row["evidence"]["path"].endswith("vllm/v1/spec_decode/llm_base_proposer.py")
-    assert row["evidence"]["line"] == (25 if message == NO_MODEL else 31)
+    assert row["evidence"]["line"] == (29 if message == NO_MODEL else 35)
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_findings_name_the_class_that_lacks_the_attribute(findings: dict[str, di
     assert "`GoodModel` has no `model`" in tower["message"]
     # The evidence first, then the runner's call that loads the drafter before its check.
     related = [(r["path"].rsplit("/", 1)[-1], r["line"]) for r in plain["related"]]
-    assert related == [("llm_base_proposer.py", 25), ("gpu_model_runner.py", 11)]
+    assert related == [("llm_base_proposer.py", 29), ("gpu_model_runner.py", 11)]
     assert findings["BrokenTransformerForCausalLM"]["severity"] == "error"
     assert plain["severity"] == "warning"  # no EAGLE-3 code: not broken
 

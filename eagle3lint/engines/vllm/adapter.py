@@ -34,6 +34,7 @@ class VllmAdapter(EngineAdapter):
         "E3L016": "holder-not-provable",
         "E3L017": "model-type-not-allowed",
         "E3L018": "drafter-load-reads-target",
+        "E3L019": "drafter-load-reads-config",
         "E3L105": "pp-local-layer-index",
         "E3L106": "pp-aux-not-packed",
     }
@@ -46,14 +47,20 @@ class VllmAdapter(EngineAdapter):
         return VllmContractExtension(engine)
 
     def libraries_wanted(self, engine: Engine) -> tuple[LibraryWanted, ...]:
-        """transformers, whose tables give each architecture's model types, where the tree has a
-        model-type allow-list to judge them by (releases up to 0.21)."""
+        """transformers, whose tables give each architecture's model types and config classes,
+        where the tree has a model-type allow-list to judge them by (releases up to 0.21) or a
+        drafter load that reads the target's config (E3L019)."""
+        from eagle3lint.engines.vllm.drafter_load import read_drafter_load
         from eagle3lint.engines.vllm.pack import vllm_pack
         from eagle3lint.engines.vllm.protocol import read_allow_list
 
-        if read_allow_list(engine) is None:
-            return ()
         vpack = vllm_pack(engine.pack)
+        if read_allow_list(engine) is None:
+            # The drafter load's copy of an image-token id off the target's config (E3L019) is
+            # judged by the config classes' attributes.
+            load = read_drafter_load(engine, vpack)
+            if load is None or not load.config_reads:
+                return ()
         return (LibraryWanted(vpack.types_library, vpack.requirement_files, "models/auto/modeling_auto.py"),)
 
     def option_defaults(self, engine: Engine) -> dict[str, str]:

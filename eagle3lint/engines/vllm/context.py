@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
-from eagle3lint.engines.vllm.drafter_check import DrafterCrash, DrafterLoadChecker
+from eagle3lint.engines.vllm.drafter_check import ConfigCrash, DrafterCrash, DrafterLoadChecker
 from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.model_types import Checkpoint, TypeJudgement
@@ -45,6 +45,7 @@ class VllmCheckContext(CheckContext):
     _types: dict[tuple[ClassRef, str | None], TypeJudgement] = field(default_factory=dict)
     _drafter: DrafterLoadChecker | None = None
     _drafter_crashes: dict[ClassRef, DrafterCrash | None] = field(default_factory=dict)
+    _config_crashes: dict[ClassRef, ConfigCrash | None] = field(default_factory=dict)
 
     @property
     def protocol(self) -> VllmProtocol | None:
@@ -100,6 +101,90 @@ class VllmCheckContext(CheckContext):
                 self._drafter = DrafterLoadChecker(self.vindex, self.holders, load)
             self._drafter_crashes[model.ref] = self._drafter.crash(model.ref)
         return self._drafter_crashes[model.ref]
+
+    def config_crash(self, model: ModelClass) -> ConfigCrash | None:
+        """The drafter load's copy of an image-token id off a multimodal target's config, where
+        every config class the model's architectures load is known and none defines the
+        attribute its branch reads (E3L019)."""
+        from eagle3lint.hf_types import defines
+
+        contract = self.vllm
+        load = contract.drafter_load if contract else None
+        tables = contract.model_types if contract else None
+        if load is None or tables is None or not load.config_reads or model.kind != TARGET or load.runner_condition() is None:
+            return None
+        if model.ref in self._config_crashes:
+            return self._config_crashes[model.ref]
+        self._config_crashes[model.ref] = None
+        if any(generic in model.ref.module.split(".") for generic in self.vindex.vpack.any_model_type_modules):
+            return None  # the Transformers backend serves any config
+        if self._drafter is None:
+            self._drafter = DrafterLoadChecker(self.vindex, self.holders, load)
+        if not load.multimodal_flag or self._drafter.flag(model.ref, load.multimodal_flag) != YES:
+            return None
+        # ``get_model_name`` is the class's own name.
+        read = load.config_read(model.ref.qualname.split(".")[-1])
+        if read is None or len(read.path) != 1 or not model.architectures:
+            return None  # a sub-config's attribute needs the sub-config's class: not judged
+        if not self._holds_hf_config(model.ref, load.config_attribute):
+            return None  # a sub-config (Qwen3-Omni's thinker_config), or what cannot be told
+        configs: list[tuple[str, str]] = []
+        for architecture in model.architectures:
+            checkpoints = tables.checkpoints(architecture)
+            if not checkpoints or any(not c.config_class for c in checkpoints):
+                return None
+            configs.extend((architecture, c.config_class) for c in checkpoints)
+        if any(defines(name, read.path[0], tables.configs)[0] is not False for name in dict.fromkeys(c for _, c in configs)):
+            return None
+        crash = ConfigCrash(read, tuple(dict.fromkeys(configs)))
+        self._config_crashes[model.ref] = crash
+        return crash
+
+    def _holds_hf_config(self, ref: ClassRef, attribute: str) -> bool:
+        """Whether every ``self.<attribute> = ...`` of the ``__init__`` that sets it assigns the
+        checkpoint's HF config itself (an expression ending in the pack's ``hf_config`` path,
+        directly or through a local assigned only that)."""
+        import textwrap
+
+        source = self.vindex.vpack.drafter_hf_config
+        lookup = self.index.lookup(ref, attribute)
+        if not source or lookup.status != "found" or lookup.kind != "instance_attr" or lookup.owner is None:
+            return False
+        summary = self.index.class_summary(lookup.owner)
+        module = self.index.module(lookup.owner.module)
+        init = summary.methods.get("__init__") if summary is not None else None
+        lines = self.index.snippets.lines(module.path) if module is not None else None
+        if init is None or lines is None:
+            return False
+        try:
+            tree = ast.parse(textwrap.dedent("\n".join(line.rstrip("\n") for line in lines[init.lineno - 1 : init.end_lineno])))
+        except SyntaxError:
+            return False
+
+        def plain(node: ast.expr) -> str:
+            if isinstance(node, ast.Call) and (getattr(node.func, "id", "") or getattr(node.func, "attr", "")) == "cast" and len(node.args) == 2:
+                node = node.args[1]
+            return ast.unparse(node).replace(" ", "")
+
+        locals_: dict[str, list[str]] = {}
+        held: list[str] = []
+        for node in ast.walk(tree):
+            if not isinstance(node, (ast.Assign, ast.AnnAssign)) or node.value is None:
+                continue
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    locals_.setdefault(target.id, []).append(plain(node.value))
+                elif isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == "self" and target.attr == attribute:
+                    held.append(plain(node.value))
+        wanted = source.replace(" ", "")
+
+        def is_hf(text: str) -> bool:
+            return text == wanted or text.endswith("." + wanted)
+
+        return bool(held) and all(
+            is_hf(text) or (text in locals_ and all(is_hf(v) for v in locals_[text])) for text in held
+        )
 
     def drafter_condition(self, crash: DrafterCrash) -> tuple[Requirement, ...]:
         """The launch options the crash needs: the read's own (PP off) and the runner's."""

@@ -14,7 +14,7 @@ import ast
 import re
 from dataclasses import dataclass
 
-from eagle3lint.engines.vllm.drafter_load import DrafterLoad, TargetRead
+from eagle3lint.engines.vllm.drafter_load import ConfigRead, DrafterLoad, TargetRead
 from eagle3lint.engines.vllm.holders import HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.index import ClassRef
@@ -44,6 +44,18 @@ class DrafterCrash:
     def names(self) -> tuple[str, ...]:
         """The names the failing step tries, none of which the classes have."""
         return self.read.steps[self.step]
+
+
+@dataclass(frozen=True)
+class ConfigCrash:
+    """A multimodal target whose config lacks the attribute the drafter load copies off it."""
+
+    read: ConfigRead  # the branch the class takes
+    configs: tuple[tuple[str, str], ...]  # (architecture, config class) its checkpoints are loaded as
+
+    @property
+    def config_classes(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(c for _, c in self.configs))
 
 
 class DrafterLoadChecker:

@@ -59,6 +59,24 @@ class TargetRead:
 
 
 @dataclass(frozen=True)
+class ConfigRead:
+    """One branch of the multimodal target's image-token copy: the class names it is taken for
+    (``self.get_model_name(target) in [...]``; () for the ``else`` every other class takes) and
+    the attribute path it reads off the target's config."""
+
+    classes: tuple[str, ...]  # () for the default
+    path: tuple[str, ...]  # ("image_token_id",), ("vision_config", "image_token_id")
+    line: int  # the read
+
+    @property
+    def attribute(self) -> str:
+        return ".".join(self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"classes": list(self.classes) if self.classes else None, "path": list(self.path), "line": self.line}
+
+
+@dataclass(frozen=True)
 class RunnerCall:
     """Where a model-runner generation loads the drafter, and whether that is before the check."""
 
@@ -84,6 +102,17 @@ class DrafterLoad:
     runner_calls: list[RunnerCall] = field(default_factory=list)
     # The tree has one model-runner generation only (releases before the V2 runner).
     single_runner: bool = False
+    # A multimodal target's image-token copy off its config, branch by branch, the default last
+    # (empty where the release has none, or one not read whole).
+    config_reads: list[ConfigRead] = field(default_factory=list)
+    config_attribute: str = ""  # the attribute holding the target's config ("config")
+
+    def config_read(self, class_name: str) -> ConfigRead | None:
+        """The branch a target class takes (by its class name, as ``get_model_name`` gives it)."""
+        for read in self.config_reads:
+            if not read.classes or class_name in read.classes:
+                return read
+        return None
 
     def runner_condition(self) -> tuple[Requirement, ...] | None:
         """The model-runner generation the reads need: () where every generation the tree has
@@ -104,6 +133,7 @@ class DrafterLoad:
             "language_model": self.language_model,
             "reads": [r.to_json() for r in self.reads],
             "runner_calls": [c.to_json() for c in self.runner_calls],
+            "config_reads": [r.to_json() for r in self.config_reads],
         }
 
     def __str__(self) -> str:
@@ -114,6 +144,11 @@ class DrafterLoad:
         for read in self.reads:
             when = " (PP off)" if ("pp", "off") in read.condition else ""
             lines.append(f"  {read.describe()}: else AttributeError {read.message!r} ({self.path}:{read.line}){when}")
+        for cread in self.config_reads:
+            whose = f"classes {', '.join(cread.classes)}" if cread.classes else "any other class"
+            lines.append(
+                f"  a multimodal target's `{self.config_attribute}.{cread.attribute}` for {whose} ({self.path}:{cread.line}), before the language model"
+            )
         for call in self.runner_calls:
             order = "before" if call.before_check else "after"
             label = f"{call.runner} runner" if call.runner else "runner"
@@ -208,6 +243,7 @@ class _Reader:
         self.language_model = ""
         self.multimodal_flag = ""
         self.path: Path | None = None
+        self.config_reads: list[ConfigRead] = []
         self._seen: set[str] = set()
 
     def function(self, fn: ast.FunctionDef, bound: str, depth: int = 0, condition: tuple[Requirement, ...] = ()) -> None:
@@ -278,12 +314,83 @@ class _Reader:
                 return True
         return False
 
+    # ---- the multimodal branch's copy of the target's image-token id ------------------------------
+    def _config_reads(self, body: list[ast.stmt], env: dict[str, object]) -> list[ConfigRead]:
+        """The first ``if self.get_model_name(target) in [...]: ... elif ...: ... else: ...`` of
+        the branch, read whole: each test's class names and the one config path its body reads
+        (anything not understood gives nothing)."""
+        for stmt in body:
+            if not (isinstance(stmt, ast.If) and self._class_names(stmt.test, env) is not None):
+                continue
+            out: list[ConfigRead] = []
+            current = stmt
+            while True:
+                names = self._class_names(current.test, env)
+                found = self._config_path(current.body, env)
+                if names is None or found is None:
+                    return []
+                out.append(ConfigRead(names, *found))
+                orelse = current.orelse
+                if len(orelse) == 1 and isinstance(orelse[0], ast.If):
+                    current = orelse[0]
+                    continue
+                if not orelse:
+                    return out
+                found = self._config_path(orelse, env)
+                return [*out, ConfigRead((), *found)] if found is not None else []
+        return []
+
+    def _class_names(self, test: ast.expr, env: dict[str, object]) -> tuple[str, ...] | None:
+        """``self.get_model_name(target) in [...]`` / ``== "..."``: the class names tested."""
+        method = self.vpack.drafter_model_name
+        if not method or not (isinstance(test, ast.Compare) and len(test.ops) == 1):
+            return None
+        left, right = test.left, test.comparators[0]
+        if not (
+            isinstance(left, ast.Call) and isinstance(left.func, ast.Attribute) and isinstance(left.func.value, ast.Name)
+            and left.func.value.id == "self" and left.func.attr == method and len(left.args) == 1
+            and self.value(left.args[0], env) == _TARGET
+        ):
+            return None
+        if isinstance(test.ops[0], ast.Eq) and isinstance(right, ast.Constant) and isinstance(right.value, str):
+            return (right.value,)
+        if isinstance(test.ops[0], ast.In) and isinstance(right, (ast.List, ast.Tuple, ast.Set)) and right.elts:
+            names = [e.value for e in right.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            return tuple(names) if len(names) == len(right.elts) else None
+        return None
+
+    def _config_path(self, body: list[ast.stmt], env: dict[str, object]) -> tuple[tuple[str, ...], int] | None:
+        """The one ``target.config.a.b`` the body reads (the longest chains), and its line."""
+        attribute = self.vpack.drafter_target_config
+        if not attribute:
+            return None
+        chains: dict[tuple[str, ...], int] = {}
+        for stmt in body:
+            inner = {id(n.value) for n in ast.walk(stmt) if isinstance(n, ast.Attribute)}
+            for node in ast.walk(stmt):
+                if not isinstance(node, ast.Attribute) or id(node) in inner:
+                    continue  # only the outermost attribute of a chain
+                names: list[str] = []
+                current: ast.expr = node
+                while isinstance(current, ast.Attribute):
+                    names.insert(0, current.attr)
+                    current = current.value
+                if self.value(current, env) == _TARGET and names[0] == attribute:
+                    chains.setdefault(tuple(names[1:]), node.lineno)
+        # One chain, and not the config itself handed on (``getattr(target.config, ...)``).
+        if len(chains) != 1 or () in chains:
+            return None
+        ((path, line),) = chains.items()
+        return path, line
+
     def _is_single_stage(self, test: ast.expr) -> bool:
         return bool(self.vpack.drafter_pp_single) and ast.unparse(test).replace(" ", "") == self.vpack.drafter_pp_single.replace(" ", "")
 
     def branch(self, stmt: ast.If, env: dict[str, object], condition: tuple[Requirement, ...], depth: int) -> None:
         test = stmt.test
         if self._is_multimodal_test(test, env):
+            if not self.config_reads:
+                self.config_reads = self._config_reads(stmt.body, env)
             inside, outside = dict(env), dict(env)
             self.statements(stmt.body, inside, condition, depth)
             self.statements(stmt.orelse, outside, condition, depth)
@@ -381,7 +488,7 @@ def read_drafter_load(engine: Engine, vpack: VllmPack) -> DrafterLoad | None:
     owner, fn, path = found
     reader = _Reader(classes, vpack.drafter_proposer, vpack)
     reader.function(fn, _TARGET)
-    if not reader.reads:
+    if not reader.reads and not reader.config_reads:
         return None
     calls, single = _runner_calls(engine, vpack)
     load = DrafterLoad(
@@ -393,5 +500,7 @@ def read_drafter_load(engine: Engine, vpack: VllmPack) -> DrafterLoad | None:
         reads=reader.reads,
         runner_calls=calls,
         single_runner=single,
+        config_reads=reader.config_reads,
+        config_attribute=vpack.drafter_target_config if reader.config_reads else "",
     )
     return load

@@ -44,6 +44,8 @@ class VllmContractExtension(ContractExtension):
         vpack = vllm_pack(self.engine.pack)
         guard = read_pp_guard(self.engine, vpack.pp_flag, vpack.pp_guard_files, lambda rel: runner_of(rel, vpack))
         allow = read_allow_list(self.engine)
-        types = read_model_types(self.engine, vpack) if allow is not None else None
         load = read_drafter_load(self.engine, vpack)
+        # The allow-list (E3L017) and the drafter load's copy off the config (E3L019) judge by them.
+        wanted = allow is not None or (load is not None and bool(load.config_reads))
+        types = read_model_types(self.engine, vpack) if wanted else None
         return {"vllm": VllmContract.from_scan(self.protocol, check_calls, allow, guard, types, load)}

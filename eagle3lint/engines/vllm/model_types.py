@@ -46,6 +46,7 @@ class Checkpoint:
     model_type: str
     text: TextType
     source: str  # "transformers" | "vllm"
+    config_class: str = ""  # the config class it is loaded as ("" where no table names one)
 
     def describe(self) -> str:
         text = self.text.model_type
@@ -81,9 +82,17 @@ class ModelTypeTables:
     registry: dict[str, list[tuple[str, TextType]]] = field(default_factory=dict)
     registry_path: str = ""  # where it was read, relative to the source root
     suffixes: tuple[str, ...] = ()
+    # model type -> config class: transformers' table, the engine's registry; and every config
+    # class read (transformers' and the engine's own), by name
+    config_of: dict[str, str] = field(default_factory=dict)
+    registry_configs: dict[str, str] = field(default_factory=dict)
+    configs: dict[str, ConfigFacts] = field(default_factory=dict)
 
     def checkpoints(self, architecture: str) -> list[Checkpoint]:
-        out = [Checkpoint(architecture, t, self.texts.get(t, TextType(None, "not in transformers' config table")), "transformers") for t in self.classes.get(architecture, ())]
+        out = [
+            Checkpoint(architecture, t, self.texts.get(t, TextType(None, "not in transformers' config table")), "transformers", self.config_of.get(t, ""))
+            for t in self.classes.get(architecture, ())
+        ]
         known = {c.model_type for c in out}
         for suffix in self.suffixes:
             if not architecture.endswith(suffix) or architecture == suffix:
@@ -91,9 +100,10 @@ class ModelTypeTables:
             for model_type, text in self.registry.get(architecture[: -len(suffix)], []):
                 if model_type in known:
                     # vLLM's own config replaces transformers' for this type: its text type holds.
-                    out = [Checkpoint(architecture, model_type, text, "vllm") if c.model_type == model_type else c for c in out]
+                    own = self.registry_configs.get(model_type, "")
+                    out = [Checkpoint(architecture, model_type, text, "vllm", own) if c.model_type == model_type else c for c in out]
                 else:
-                    out.append(Checkpoint(architecture, model_type, text, "vllm"))
+                    out.append(Checkpoint(architecture, model_type, text, "vllm", self.registry_configs.get(model_type, "")))
                     known.add(model_type)
         return out
 
@@ -173,8 +183,10 @@ def read_model_types(engine: Engine, vpack: VllmPack) -> ModelTypeTables:
     entries = _registry_entries(tree, vpack.config_registry_name) if tree is not None else {}
     # Attributes vLLM renames on every loaded config (``llm_config`` -> ``text_config``).
     renames = _registry_entries(tree, vpack.config_renames_name) if tree is not None and vpack.config_renames_name else {}
+    result.configs = configs
     if transformers is not None:
         result.classes = transformers.classes
+        result.config_of = transformers.config_of
         result.texts = {t: text_type(t, c, configs, renames) for t, c in transformers.config_of.items()}
     if not entries:
         return result
@@ -187,6 +199,8 @@ def read_model_types(engine: Engine, vpack: VllmPack) -> ModelTypeTables:
         for facts in read_config_classes(parsed) if parsed is not None else []:
             own.setdefault(facts.name, facts)
     merged = {**configs, **own}
+    result.configs = merged
+    result.registry_configs = dict(entries)
     for model_type, config_class in entries.items():
         stem = config_class.removesuffix("Config")
         result.registry.setdefault(stem, []).append((model_type, text_type(model_type, config_class, merged, renames)))

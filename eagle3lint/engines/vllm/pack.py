@@ -65,6 +65,12 @@ class VllmPack:
     drafter_multimodal_flag: str
     drafter_language_model: str
     drafter_pp_single: str
+    # the multimodal branch's image-token copy: the method the target's class name is tested
+    # with, the attribute holding the target's config, the engine's message for a missing key
+    drafter_model_name: str
+    drafter_target_config: str
+    drafter_config_message: str
+    drafter_hf_config: str
     # [plugins]: the registration call and the registry it is made on
     register_calls: tuple[str, ...]
     registry_names: tuple[str, ...]
@@ -153,6 +159,10 @@ def _parse(pack: RulePack) -> VllmPack:
         drafter_multimodal_flag=_str(drafter, "drafter_load", "multimodal_flag", ""),
         drafter_language_model=_str(drafter, "drafter_load", "language_model", ""),
         drafter_pp_single=_str(drafter, "drafter_load", "pp_single", ""),
+        drafter_model_name=_str(drafter, "drafter_load", "model_name", ""),
+        drafter_target_config=_str(drafter, "drafter_load", "target_config", ""),
+        drafter_config_message=_str(drafter, "drafter_load", "config_message", ""),
+        drafter_hf_config=_str(drafter, "drafter_load", "hf_config", ""),
         register_calls=_strs(plugins, "plugins", "register_calls", ("register_model",)),
         registry_names=_strs(plugins, "plugins", "registry_names", ("ModelRegistry",)),
         walk_methods=_strs(data, "", "walk_methods"),

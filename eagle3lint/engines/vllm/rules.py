@@ -738,6 +738,101 @@ class DrafterLoadReadsTarget(VllmRule):
             yield finding
 
 
+# The image-token copy comes first in the proposer's load_model, before the language model's reads.
+STAGE_DRAFTER_CONFIG = (STAGE_LAUNCH + 2 * STAGE_DRAFTER_LOAD) / 3
+
+
+class DrafterLoadReadsConfig(VllmRule):
+    """
+    ## What it does
+    Reports a multimodal target whose HF config lacks the image-token attribute vLLM's EAGLE
+    proposer copies off it while the drafter loads: the proposer's `load_model` picks the
+    attribute by the target's class name (`config.image_token_id` for the classes it lists,
+    `config.image_token_index` for every other multimodal class) and reads
+    `target_model.config.<attribute>` bare. The names, the branches and the attributes are read
+    from the release's own source; the config classes an architecture's checkpoints load as from
+    transformers' tables (the release the engine pins) and the engine's config registry, and
+    what they define from their source (class-level fields, `self.x = ...`, properties,
+    `attribute_map` keys, along the bases up to `PreTrainedConfig`). A finding only where every
+    config class is known and none defines the attribute; a config whose class cannot be told
+    (remote code, no transformers tables) gets none.
+
+    ## Why is this bad?
+    The runner loads the drafter before it checks whether the target supports EAGLE-3: the
+    launch dies on `AttributeError: '<Config>' object has no attribute 'image_token_index'`
+    whatever the class implements, unless the checkpoint's `config.json` carries the key itself.
+
+    ## Example
+    ```python
+    class FooConfig(PreTrainedConfig):
+        model_type = "foo"
+        image_token_id: int = 151655  # the proposer reads `image_token_index` for Foo
+    ```
+    Use instead: map the name in the config (`attribute_map = {"image_token_index":
+    "image_token_id"}`), or have the engine list the class among those it reads
+    `image_token_id` for.
+
+    ## Fix safety
+    Display-only: the config class and the engine's list are outside the model file.
+    """
+
+    code = "E3L019"
+    name = "drafter-load-reads-config"
+    severity = "error"
+
+    def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
+        load = ctx.vllm.drafter_load if ctx.vllm else None
+        tables = ctx.vllm.model_types if ctx.vllm else None
+        condition = load.runner_condition() if load is not None else None
+        if load is None or tables is None or condition is None:
+            return
+        engine = ctx.index.engine
+        template = ctx.vindex.vpack.drafter_config_message or "'{config}' object has no attribute '{attribute}'"
+        runner_related = [
+            Related(str(engine.absolute(call.path)), call.line, "the runner loads the drafter here, before its EAGLE-3 check")
+            for call in load.runner_calls
+            if call.before_check
+        ][:1]
+        for model in _targets(ctx):
+            crash = ctx.config_crash(model)
+            if crash is None:
+                continue
+            read = crash.read
+            attribute = read.attribute
+            first = crash.config_classes[0]
+            engine_message = template.format(config=first, attribute=attribute)
+            configs = ", ".join(f"`{c}`" for c in crash.config_classes)
+            branch = (
+                "is not among the classes the proposer names, so it takes the default branch"
+                if not read.classes else "is among the classes the proposer names for it"
+            )
+            at = f"{load.path}:{read.line}"
+            message = (
+                f"`{model.summary.name}`: vLLM loads the drafter before it checks EAGLE-3 support, and the proposer's "
+                f"`{load.proposer}.load_model` copies `{load.config_attribute}.{attribute}` off a multimodal target "
+                f"({at}); `{model.summary.name}` {branch}, but its checkpoints' config ({configs}, {tables.label or 'transformers'}) "
+                f"defines no `{attribute}`, so the launch crashes with `AttributeError: {engine_message}` "
+                f"(unless the checkpoint's config.json carries the key itself)"
+            )
+            evidence = Related(str(engine.absolute(load.path)), read.line, f"the drafter load reads `{load.config_attribute}.{attribute}` off the target")
+            finding = ctx.finding(
+                DrafterLoadReadsConfig, model, "", message, [],
+                data={
+                    "attribute": attribute,
+                    "branch": list(read.classes) if read.classes else None,
+                    "configs": [{"architecture": a, "config": c} for a, c in crash.configs],
+                    "message": engine_message,
+                },
+                effect=Effect(
+                    CRASH, STAGE_DRAFTER_CONFIG, evidence, condition,
+                    reason=f"the drafter load raises `AttributeError: {engine_message}`", code=self.code,
+                ),
+                model_note=False,
+            )
+            finding.related = [evidence, *runner_related]
+            yield finding
+
+
 def _types_of(checkpoints: list[Checkpoint]) -> str:
     return ", ".join(dict.fromkeys(c.describe() for c in checkpoints))
 
@@ -761,4 +856,5 @@ VLLM_RULES: tuple[type[Rule], ...] = (
     HolderNotProvable,
     ModelTypeNotAllowed,
     DrafterLoadReadsTarget,
+    DrafterLoadReadsConfig,
 )
