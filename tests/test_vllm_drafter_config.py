@@ -11,7 +11,13 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.hf_types import ConfigFacts, defines, read_config_class, read_config_names, read_tables
+from eagle3lint.hf_types import (
+    ConfigFacts,
+    defines,
+    read_config_class,
+    read_config_names,
+    read_tables,
+)
 from tests.helpers import FIXTURES, run_json
 
 TREE = FIXTURES / "vllm_drafter_load"
