@@ -138,3 +138,46 @@ def test_models_narrowed_to_some_classes() -> None:
     assert "--model 'NoSuchForCausalLM': no model class or architecture of that name in sglang 0.0.1+fixture" in done.stderr
     done = run_cli("models", TREE, "--model", "NoSuchForCausalLM", "--model", "PlainForCausalLM")
     assert done.returncode == 2 and "PlainForCausalLM" in done.stdout
+
+
+QUIET_PP = '''
+
+class QuietModel(RefusedModel):
+    def forward(self, input_ids, positions):
+        hidden_states, residual = input_ids, None
+        for layer in islice(self.layers, self.start_layer, self.end_layer):
+            hidden_states, residual = layer(positions, hidden_states, residual)
+        return hidden_states
+
+
+class QuietForCausalLM(RefusedForCausalLM):
+    def __init__(self, *, vllm_config, prefix=""):
+        super().__init__(vllm_config=vllm_config, prefix=prefix)
+        self.model = QuietModel(vllm_config=vllm_config, prefix=prefix)
+'''
+
+
+def test_a_broken_rows_reason_is_its_cause_before_the_launch_conditions(tmp_path: Path) -> None:
+    """A broken row that also changes under a launch option (refused with PP) says why it is
+    broken first (the code and the short reason), the conditions after."""
+    tree = tmp_path / "pp"
+    shutil.copytree(FIXTURES / "vllm_pp", tree)
+    models = tree / "vllm" / "model_executor" / "models"
+    (models / "pp_models.py").write_text((models / "pp_models.py").read_text() + QUIET_PP)
+    registry = models / "registry.py"
+    registry.write_text(registry.read_text().replace(
+        '    "SharedForCausalLM"', '    "QuietForCausalLM": ("pp_models", "QuietForCausalLM"),\n    "SharedForCausalLM"',
+    ))
+    done = run_cli("models", tree / "vllm", "--no-cache")
+    (row,) = [line for line in done.stdout.splitlines() if " QuietForCausalLM " in line]
+    assert row.startswith("broken ")
+    reason = row.split(" QuietForCausalLM ", 1)[1].split(None, 1)[1]
+    assert reason.startswith("E3L0"), row
+    verbose = run_cli("models", tree / "vllm", "--no-cache", "-v").stdout
+    (row,) = [line for line in verbose.splitlines() if " QuietForCausalLM " in line]
+    reason = row.split(" QuietForCausalLM ", 1)[1].split(None, 1)[1]
+    assert not reason.startswith(("refused with", "crash with", "silent with")), row
+    assert "with --pipeline-parallel-size > 1" in reason
+    # A supported row keeps its conditions first: they are all there is to say.
+    (opted,) = [line for line in done.stdout.splitlines() if " OptOutForCausalLM " in line]
+    assert opted.split(" OptOutForCausalLM ", 1)[1].split(None, 1)[1].startswith("refused with --pipeline-parallel-size > 1")

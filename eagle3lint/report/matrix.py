@@ -155,8 +155,9 @@ def _condition_text(model: ModelClass) -> str:
 
 
 def _reason(row: Row, short: bool = False) -> str:
-    """Conditions first (they are what a deployer acts on), then what decided the outcome: in a
-    line of the table, the cause alone (``E3L001 lacks `get_embed_and_head```)."""
+    """What decided the outcome first (in a line of the table, the cause alone: ``E3L001 lacks
+    `get_embed_and_head```), then the launch conditions that change it. A supported model has
+    no cause to tell: its conditions come first (they are what a deployer acts on)."""
     m = row.model
     decided = m.decided
     if short and decided is not None:
@@ -166,7 +167,9 @@ def _reason(row: Row, short: bool = False) -> str:
     else:
         why = m.status_reason
     origin = f"[{m.origin}]" if m.origin else ""
-    return line_text("; ".join(p for p in (_condition_text(m), why, origin) if p)) or "-"
+    conditions = _condition_text(m)
+    parts = (conditions, why, origin) if m.status == "supported" else (why, conditions, origin)
+    return line_text("; ".join(p for p in parts if p)) or "-"
 
 
 def cut(text: str, width: int) -> str:
