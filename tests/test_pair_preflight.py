@@ -202,3 +202,46 @@ def test_check_does_not_load_the_pair_preflight(tmp_path: Path) -> None:
     code = "import sys, eagle3lint.cli\nprint([m for m in sys.modules if m.startswith('eagle3lint.verify.pair')])\n"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})
     assert done.stdout.strip() == "[]", done.stdout + done.stderr
+
+
+def test_a_layer_mapping_the_reading_cannot_follow_names_the_file_and_line(tmp_path: Path) -> None:
+    """Where the setter reads a name the evaluation cannot follow, the item names the file:line
+    to open (never "not known here (line N)")."""
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    model = fixed / "srt" / "models" / "deepseek_v2.py"
+    text = model.read_text()
+    model.write_text(text.replace("[i + 1 for i in layer_ids]", "[i + CAPTURE_SHIFT for i in layer_ids]"))
+    line = next(n for n, row in enumerate(model.read_text().splitlines(), 1) if "CAPTURE_SHIFT" in row)
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "models")
+    code, report = run_json("preflight", "--engine-root", fixed, "--model-path", target_dir, "--draft-model-path", drafter_dir)
+    (item,) = [i for i in report["items"] if i["check"] == "layer-ids"]
+    assert (code, item["status"]) == (1, "unknown")
+    assert f"what `CAPTURE_SHIFT` holds (sglang/srt/models/deepseek_v2.py:{line})" in item["message"], item["message"]
+    assert "not known here" not in item["message"] and "(line " not in item["message"]
+
+
+def test_a_drafter_folder_without_weights_is_a_question_not_a_crash(tmp_path: Path) -> None:
+    """Config alone: what the config says is checked; the tensors are not, and the outcome is
+    unknown with what is missing, not a predicted crash."""
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "models")
+    (drafter_dir / "model.safetensors").unlink()
+    code, report = run_json("preflight", "--engine-root", fixed, "--model-path", target_dir, "--draft-model-path", drafter_dir)
+    assert (code, report["outcome"]) == (1, "unknown")
+    items = {i["check"]: i for i in report["items"]}
+    weights = items["drafter-weights"]
+    assert weights["status"] == "skipped" and weights["outcome"] == "unknown"
+    assert "holds no weights" in weights["message"] and "download them" in weights["decides"]
+    assert report["reason"].startswith("drafter-weights")
+    assert items["drafter-config"]["status"] == "ok" and items["hidden-size"]["status"] == "ok"
+
+
+def test_a_model_path_that_is_neither_a_folder_nor_a_hub_id_is_a_usage_error(tmp_path: Path) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "models")
+    for args in (("--model-path", "nope", "--draft-model-path", drafter_dir), ("--model-path", target_dir, "--draft-model-path", tmp_path / "no" / "such")):
+        done = run_cli("preflight", "--engine-root", fixed, *args)
+        assert done.returncode == 2 and done.stdout == "", done.stdout
+        assert "no such folder" in done.stderr and "Traceback" not in done.stderr
+    done = run_cli("verify", "--engine-root", fixed, "--model-path", "nope", "--draft-model-path", drafter_dir)
+    assert done.returncode == 2 and "--model-path nope: no such folder" in done.stderr

@@ -423,7 +423,14 @@ def _check_weights(result: PreflightResult, target: ModelConfig | None, drafter:
             result.add("drafter-weights", SKIPPED, f"{folder} holds PyTorch pickles, not safetensors: tensor checks skipped",
                        forced_outcome="unknown", decides="the drafter's tensors in safetensors form (pickles are never loaded here)")
         else:
-            result.add("drafter-weights", PROBLEM, f"{folder} holds no weights (*.safetensors or *.bin)", CRASH)
+            # A folder with the config alone (the weights not downloaded yet, or the wrong
+            # folder given) is a question for the user, not the engine's crash: what the config
+            # says is checked, what the tensors say is not.
+            result.add(
+                "drafter-weights", SKIPPED,
+                f"{folder} holds no weights (*.safetensors, *.bin): the tensor checks (d2t mapping, lm_head, fusion layer) are skipped",
+                forced_outcome="unknown", decides=f"the drafter's weights in {folder} (download them, or give the folder that holds them)",
+            )
         return None
     result.add("drafter-weights", OK, f"{len(tensors.tensors)} tensors in {len(tensors.files)} safetensors file(s)")
     _check_d2t(result, target, drafter, tensors)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shlex
 import signal
 import tempfile
@@ -53,6 +54,7 @@ def run_verify(
     """
     progress = progress or Progress()
     _validate(options)
+    check_model_paths(options)
     engine, name = _resolve_engine(options)
     knowledge = knowledge_for(name)
     if options.preflight_only:
@@ -93,6 +95,7 @@ def run_verify(
 
 def run_preflight_command(options: VerifyOptions) -> rep.PreflightReport:
     """``eagle3lint preflight``: the pair pre-flight alone. Raises UsageError for bad options."""
+    check_model_paths(options)
     engine, name = _resolve_engine(options)
     knowledge = knowledge_for(name)
     knowledge.driver.validate_preflight(options)
@@ -110,6 +113,22 @@ def preflight_for(options: VerifyOptions, knowledge: EngineKnowledge, engine: En
         options.model_path, options.draft_model_path, knowledge, engine,
         engine_options=named.launch_options(os.environ), launch=options.launch(), drafter_ids=options.drafter_ids,
     )
+
+
+# A Hugging Face hub id: ``org/name`` (the engine downloads it; the pre-flight says it cannot
+# read it). Anything else that is not a folder here is a mistyped path.
+_HUB_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
+def check_model_paths(options: VerifyOptions) -> None:
+    """A model path that is neither a local folder nor shaped as a hub id is a usage error
+    (exit 2), said before any release is read or fetched."""
+    for flag, value in (("--model-path", options.model_path), ("--draft-model-path", options.draft_model_path)):
+        if value is None or Path(value).exists():
+            continue
+        if _HUB_ID.fullmatch(value) and ".." not in value:
+            continue
+        raise UsageError(f"{flag} {value}: no such folder (nor a hub id, which has the shape `org/name`)")
 
 
 def _validate(options: VerifyOptions) -> None:

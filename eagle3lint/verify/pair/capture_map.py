@@ -95,6 +95,15 @@ def capture_rule(
     method = code.method(holder, "forward")
     if method is None:
         raise Unresolved(f"{holder.qualname} has no forward this release can read")
+    try:
+        return _capture_rule(code, method, holder, capture, marker, collect_calls, num_layers)
+    except Unresolved as problem:
+        raise problem.at(method.path) from None
+
+
+def _capture_rule(
+    code: ReleaseCode, method: Method, holder: ClassRef, capture: str, marker: bool, collect_calls: frozenset[str], num_layers: int
+) -> CaptureRule:
     loops = [node for node in _statements(method.node.body) if isinstance(node, (ast.For, ast.AsyncFor)) and _captures(node, capture, marker, collect_calls)]
     if not loops:
         raise Unresolved(f"{holder.qualname}.forward has no loop over its layers that reads `{capture}`", method.node.lineno)

@@ -28,12 +28,20 @@ _MAX_INT = 2**64
 
 
 class Unresolved(Exception):
-    """What the evaluation needed and could not know, with the line that needed it."""
+    """What the evaluation needed and could not know, with the line that needed it and the file
+    that line is in (``path``: filled in by the evaluator of that file's body, :meth:`at`)."""
 
-    def __init__(self, reason: str, line: int = 0) -> None:
+    def __init__(self, reason: str, line: int = 0, path: str = "") -> None:
         super().__init__(reason)
         self.reason = reason
         self.line = line
+        self.path = path
+
+    def at(self, path: str) -> Unresolved:
+        """This, its line placed in ``path`` where no file holds it yet."""
+        if self.line and not self.path:
+            self.path = path
+        return self
 
 
 class _Opaque:
@@ -130,7 +138,7 @@ class Evaluator:
     # ---- hooks ----------------------------------------------------------------------------
     def name(self, name: str, node: ast.AST) -> Any:
         """A name the body did not bind (``self``, a module constant)."""
-        raise Unresolved(f"`{name}` is not known here", getattr(node, "lineno", 0))
+        raise Unresolved(f"what `{name}` holds", getattr(node, "lineno", 0))
 
     def attribute_of(self, base: Any, name: str, node: ast.AST) -> Any:
         raise Unresolved(f"`{_text(node)}`", getattr(node, "lineno", 0))
@@ -183,6 +191,9 @@ class Evaluator:
             self._block(body)
         except _Return as done:
             return done.value
+        except Unresolved as problem:
+            # Its line is in this body's file (a body run inside this one placed its own first).
+            raise problem.at(self.source) from None
         return None
 
     def _tick(self, node: ast.AST) -> None:

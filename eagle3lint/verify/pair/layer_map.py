@@ -77,7 +77,9 @@ def check_layer_ids(ctx: PairContext, result: PreflightResult) -> LayerMap | Non
     try:
         setter, rule, values = _capture(ctx, passed, n)
     except Unresolved as problem:
-        line = f" (line {problem.line})" if problem.line else ""
+        # The place the reading stopped at, as a file:line to open (unless the reason names it).
+        place = f"{ctx.rel(problem.path)}:{problem.line}" if problem.path and problem.line else ""
+        line = f" ({place})" if place and place not in problem.reason else ""
         result.add(
             CHECK, UNKNOWN,
             f"which layers {ctx.target_class.summary.name} captures on {ctx.where} is not derived: {problem.reason}{line}",

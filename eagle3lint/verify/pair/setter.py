@@ -87,6 +87,7 @@ class _Context:
 class _Run(Evaluator):
     def __init__(self, ctx: _Context, method: Method, instance: ClassRef, base: tuple[str, ...], env: dict[str, Any], depth: int) -> None:
         super().__init__(env)
+        self.source = method.path
         self.ctx = ctx
         self.method = method
         self.instance = instance
@@ -263,5 +264,5 @@ def default_ids(code: ReleaseCode, analysis: CaptureAnalysis, target: ClassRef, 
         value = _Run(ctx, method, target, (), {}, 0).run(method.node.body)
         if isinstance(value, (list, tuple)) and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
             return list(value), Where(method.path, method.node.lineno, f"{method.owner.qualname}.{getter}")
-        raise Unresolved(f"`{getter}` of {method.owner.qualname} returns {value!r}, not layer ids", method.node.lineno)
+        raise Unresolved(f"`{getter}` of {method.owner.qualname} returns {value!r}, not layer ids", method.node.lineno, method.path)
     raise Unresolved(f"{target.qualname} has none of {', '.join(facts.default_getters)}")
