@@ -59,11 +59,11 @@ def test_evaluator_says_what_it_cannot_know() -> None:
 # ---- the drafter's ids and what they mean --------------------------------------------------------
 
 
-def drafter_ids(tmp_path: Path, config: dict[str, Any], override: str | None = None) -> Any:
+def drafter_ids(tmp_path: Path, config: dict[str, Any], override: str | None = None, num_layers: int | None = None) -> Any:
     from eagle3lint.engines import knowledge_for
 
     write_config(tmp_path, {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 8, **config})
-    return read_drafter_ids(read_model_config(str(tmp_path)), knowledge_for("sglang").frameworks, override)
+    return read_drafter_ids(read_model_config(str(tmp_path)), knowledge_for("sglang").frameworks, override, num_layers)
 
 
 @pytest.mark.parametrize(
@@ -80,6 +80,28 @@ def test_each_frameworks_ids_name_the_states_it_trained_on(tmp_path: Path, confi
     assert found.framework is not None and found.framework.name == framework
     assert found.states() == states
     assert found.framework.reference in found.meaning_from
+
+
+def test_the_lists_shape_decides_what_a_shared_keys_ids_mean(tmp_path: Path) -> None:
+    """sgl-project/sglang#25454: `eagle_config.eagle_aux_hidden_state_layer_ids` is written by
+    trainers of both conventions; the list's shape for the target's depth decides, and says so."""
+    key = {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [2, 30, 58]}}
+    reference = drafter_ids(tmp_path / "ref", key, num_layers=61)
+    assert reference.states() == [2, 30, 58] and "EAGLE reference code's default for a 61-layer target" in reference.meaning_from
+    specforge = drafter_ids(tmp_path / "sf", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [1, 29, 57]}}, num_layers=61)
+    assert specforge.states() == [2, 30, 58] and "SpecForge's default" in specforge.meaning_from
+    last = drafter_ids(tmp_path / "last", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [3, 20, 40]}}, num_layers=40)
+    assert last.states() == [3, 20, 40] and "the last id 40" in last.meaning_from
+    first = drafter_ids(tmp_path / "zero", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [0, 20, 37]}}, num_layers=40)
+    assert first.states() == [1, 21, 38] and "embeddings" in first.meaning_from
+    # Nothing in the shape: the key's framework's documented convention, as before.
+    plain = drafter_ids(tmp_path / "plain", {"eagle_config": {"eagle_aux_hidden_state_layer_ids": [5, 20, 33]}}, num_layers=40)
+    assert plain.states() == [6, 21, 34] and plain.meaning_from.startswith("SpecForge's convention")
+    # The drafter's own metadata outranks the shape; the command line outranks both.
+    marked = drafter_ids(tmp_path / "marked", {"speculators_model_type": "eagle3", "eagle_aux_hidden_state_layer_ids": [1, 29, 57]}, num_layers=61)
+    assert marked.states() == [1, 29, 57] and "the drafter's metadata (`speculators_model_type`" in marked.meaning_from
+    said = drafter_ids(tmp_path / "said", key, "output", num_layers=61)
+    assert said.states() == [3, 31, 59] and "--drafter-ids output" in said.meaning_from
 
 
 def test_a_drafter_without_ids_records_no_training_layers(tmp_path: Path) -> None:
@@ -162,7 +184,7 @@ def test_preflight_command_json_on_the_synthetic_tree(tmp_path: Path) -> None:
     assert (code, report["outcome"], report["version"]) == (0, "works", 2)
     assert set(report) >= {"version", "outcome", "reason", "items", "engine", "launch", "target", "drafter", "layers", "exit_code"}
     layers = next(i for i in report["items"] if i["check"] == "layer-ids")
-    assert [r["reads"] for r in layers["layers"]] == ["layer 2's output", "layer 30's output", "layer 58's output"]
+    assert [r["reads"] for r in layers["layers"]] == ["layer 1's output", "layer 29's output", "layer 57's output"]
     assert any(e["kind"] == "release" and e["where"].endswith("deepseek_v2.py") for e in layers["evidence"])
     assert all({"check", "status", "outcome", "message", "evidence", "decides"} <= set(i) for i in report["items"])
 
@@ -184,7 +206,7 @@ def test_preflight_command_human_and_usage(tmp_path: Path) -> None:
     done = run_cli("preflight", "--engine-root", str(fixed), "--model-path", str(target_dir), "--draft-model-path", str(drafter_dir), "--engine-arg", "--disable-cuda-graph")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Outcome: works" in done.stdout and "Drafter inputs" in done.stdout
-    assert "id 30      trained on layer 30's output" in done.stdout
+    assert "id 29      trained on layer 29's output" in done.stdout
     done = run_cli("preflight", "--engine-root", str(fixed), "--model-path", str(target_dir), "--draft-model-path", str(drafter_dir), "--num-steps", "0")
     assert done.returncode == 2 and "--num-steps 0" in done.stderr and "Traceback" not in done.stderr
     # A hub id decides nothing: unknown, with what would decide it.

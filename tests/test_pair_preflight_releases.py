@@ -54,10 +54,12 @@ def test_deepseek_setter_shift_of_explicit_ids(tmp_path: Path) -> None:
     """sgl-project/sglang#25454: 0.5.9 adds 1 to every explicit id; 0.5.23 only when the first is
     1. A drafter whose ids name layer inputs ([2, 30, 58], states 2/30/58) reads one layer too deep
     on 0.5.9 and what it was trained on on 0.5.23."""
-    pair = {"drafter": eagle_ids([2, 30, 58]), "ids": "hidden_states", "launch": NO_GRAPHS}
+    # No --drafter-ids: the list's shape says its ids name layer inputs (the seed's pair).
+    pair = {"drafter": eagle_ids([2, 30, 58]), "launch": NO_GRAPHS}
     old = preflight(tmp_path, "sglang==0.5.9", "deepseek", **pair)
     layers = item(old, "layer-ids")
     assert (old.outcome, layers.outcome) == ("silent", "silent")
+    assert "EAGLE reference code's default for a 61-layer target" in layers.message or "input-of-layer" in layers.message
     assert [(r["drafter_id"], r["trained_on"], r["reads"]) for r in layers.layers] == [
         (2, "layer 1's output", "layer 2's output"), (30, "layer 29's output", "layer 30's output"), (58, "layer 57's output", "layer 58's output"),
     ]
@@ -158,13 +160,15 @@ def test_cuda_graphs_captured_before_the_setter_ran(tmp_path: Path) -> None:
     """sgl-project/sglang#22836: ids other than the default are lost in graph mode on 0.5.9
     (outputs of layers 2, 16, 29 where the default reads those of 1, 15, 28)."""
     drafter = eagle_ids([2, 16, 29])
-    graphs = preflight(tmp_path, "sglang==0.5.9", "llama", drafter)
+    # Written by SpecForge, as the thread's drafter was (by shape alone, [2, 16, 29] is the EAGLE
+    # reference's input-of-layer default for 32 layers).
+    graphs = preflight(tmp_path, "sglang==0.5.9", "llama", drafter, ids="output")
     defect = [i for i in graphs.items if i.check == "defect" and "#22836" in i.message]
     assert graphs.outcome == "silent" and [d.outcome for d in defect] == ["silent"]
     assert defect[0].evidence[0]["where"].endswith("cuda_graph_runner.py")
     assert item(graphs, "layer-ids").outcome == "works"  # eager steps read the right layers
-    assert preflight(tmp_path, "sglang==0.5.9", "llama", drafter, launch=NO_GRAPHS).outcome == "works"
-    newer = preflight(tmp_path, "sglang==0.5.23", "llama", drafter)
+    assert preflight(tmp_path, "sglang==0.5.9", "llama", drafter, launch=NO_GRAPHS, ids="output").outcome == "works"
+    newer = preflight(tmp_path, "sglang==0.5.23", "llama", drafter, ids="output")
     assert newer.outcome == "works" and not [i for i in newer.items if "#22836" in i.message]
     # The default ids are what the graphs capture anyway.
     assert preflight(tmp_path / "default", "sglang==0.5.9", "llama", eagle_ids([1, 15, 28])).outcome == "works"

@@ -14,6 +14,7 @@ from eagle3lint.engines import knowledge_for as load_knowledge
 from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PreflightResult, run_preflight
 from eagle3lint.verify.safetensors_header import HeaderError, read_checkpoint, read_header
 from tests.fakes.model_folders import (
+    KIMI_AUX_IDS,
     KIMI_HIDDEN,
     kimi_drafter_config,
     kimi_drafter_tensors,
@@ -80,7 +81,7 @@ def test_sharded_checkpoint_index_must_name_existing_shards(tmp_path: Path) -> N
 def test_kimi_sample_passes_every_config_and_weight_check(tmp_path: Path) -> None:
     result = preflight(tmp_path, tensors=kimi_drafter_tensors(projections=True))
     assert result.problems == []
-    assert result.aux_layer_ids == [2, 30, 58]
+    assert result.aux_layer_ids == KIMI_AUX_IDS
     assert result.target is not None and (result.target.hidden_size, result.target.num_hidden_layers) == (7168, 61)
     assert result.target.sizes_from == "text_config"
     for check in ("drafter-architecture", "hidden-size", "vocab-size", "aux-layer-ids", "d2t-mapping", "fc-shape", "lm-head-shape"):
@@ -271,7 +272,7 @@ def test_preflight_only_cli_json(tmp_path: Path) -> None:
     assert report["engine"]["name"] == "sglang"
     assert report["launches"] == []
     assert {i["rule"] for i in report["preflight"] if i["status"] == "problem"} == {"E3L004"}
-    assert report["aux_layer_ids"] == [2, 30, 58]
+    assert report["aux_layer_ids"] == KIMI_AUX_IDS
 
     fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
     code, report = run_json("verify", "--preflight-only", "--engine-root", fixed, "--model-path", target_dir, "--draft-model-path", drafter_dir)

@@ -15,7 +15,8 @@ from typing import Any
 
 KIMI_HIDDEN, KIMI_VOCAB, KIMI_LAYERS = 7168, 163840, 61
 DRAFT_VOCAB = 32000
-KIMI_AUX_IDS = [2, 30, 58]
+# SpecForge's default for a 61-layer target ([1, n // 2 - 1, n - 4]: layer outputs, states 2, 30, 58).
+KIMI_AUX_IDS = [1, 29, 57]
 
 _DTYPE_BYTES = {"BF16": 2, "F16": 2, "F32": 4, "I64": 8, "I32": 4, "BOOL": 1}
 _INT_CODES = {"I64": "q", "I32": "i"}

@@ -49,9 +49,14 @@ def layer_ids(value: Any) -> list[int] | None:
     return None
 
 
-def read_drafter_ids(drafter: ModelConfig, frameworks: tuple[Framework, ...], override: str | None = None) -> DrafterIds:
-    """The drafter's ids and what they mean; ``override`` (``output``/``hidden_states``) is what
-    the user says its ids mean, over its framework's documentation."""
+def read_drafter_ids(
+    drafter: ModelConfig, frameworks: tuple[Framework, ...], override: str | None = None, num_layers: int | None = None,
+) -> DrafterIds:
+    """The drafter's ids and what they mean, decided by evidence in this order: ``override``
+    (``output``/``hidden_states``, what the user says), the drafter's own metadata (a key only
+    one framework writes beside its ids), the shape of the list for a target of ``num_layers``
+    layers (see :func:`_meaning_from_shape`), and only then the documented convention of the
+    framework whose key names the ids."""
     out = DrafterIds()
     keys = [k for f in frameworks for k in f.id_keys]
     for key in dict.fromkeys(keys):
@@ -72,6 +77,16 @@ def read_drafter_ids(drafter: ModelConfig, frameworks: tuple[Framework, ...], ov
         out.ids = ids
         out.meaning = framework.meaning
         out.meaning_from = f"{framework.name}'s convention ({framework.reference})"
+        if framework.markers:
+            marker = next(m for m in framework.markers if drafter.get(m) is not None)
+            out.meaning_from = f"the drafter's metadata (`{marker}`: written by {framework.name}), {framework.name}'s convention ({framework.reference})"
+        elif num_layers is not None:
+            # The key alone does not say who wrote the list: several trainers write it, each
+            # with its own meaning (sgl-project/sglang#25454).
+            shaped = _meaning_from_shape(ids, (framework, *frameworks), num_layers)
+            if shaped is not None:
+                out.meaning, why = shaped
+                out.meaning_from = f"{why} (the key `{key}` alone does not say which trainer wrote it)"
         break
     if override is not None:
         out.meaning = override
@@ -92,3 +107,30 @@ def framework_defaults(frameworks: tuple[Framework, ...], num_layers: int) -> li
         shift = 1 if framework.meaning == "output" else 0
         out.append((framework, [i + shift for i in ids]))
     return out
+
+
+def _meaning_from_shape(ids: list[int], frameworks: tuple[Framework, ...], num_layers: int) -> tuple[str, str] | None:
+    """What a list's shape says its ids mean: a trainer's default list for this depth, a last id
+    only one meaning reaches, or the first id (1 is the output-of-layer default, 2 the input-of-
+    layer one, 0 the embeddings, which no trainer feeds). None where the shape says nothing."""
+    if not ids:
+        return None
+    for framework in frameworks:
+        if not framework.default or framework.meaning not in MEANINGS:
+            continue
+        try:
+            default = [layer_expression(e, num_layers) for e in framework.default]
+        except UsageError:
+            continue
+        if ids == default:
+            return framework.meaning, f"the list is {framework.name}'s default for a {num_layers}-layer target ({framework.reference})"
+    if max(ids) == num_layers:
+        return "hidden_states", f"the last id {num_layers} is the state after all {num_layers} layers, which only the input-of-layer reading names"
+    first = min(ids)
+    if first == 0:
+        return "output", "the first id 0 read as a layer input is the embeddings, which no trainer feeds: the ids are layer outputs"
+    if first == 2:
+        return "hidden_states", "the first id 2 is the input-of-layer convention's first layer (the output-of-layer one starts at 1)"
+    if first == 1:
+        return "output", "the first id 1 is the output-of-layer convention's first layer (the input-of-layer one starts at 2)"
+    return None

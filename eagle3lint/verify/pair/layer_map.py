@@ -65,7 +65,7 @@ def check_layer_ids(ctx: PairContext, result: PreflightResult) -> LayerMap | Non
     if n is None:
         result.add(CHECK, UNKNOWN, "the target's num_hidden_layers is unknown", decides="the target's config.json num_hidden_layers")
         return None
-    ids = read_drafter_ids(drafter, ctx.frameworks, ctx.meaning_override)
+    ids = read_drafter_ids(drafter, ctx.frameworks, ctx.meaning_override, n)
     if ids.invalid:
         result.add(CHECK, PROBLEM, f"{drafter.path}/config.json: {ids.invalid}", CRASH, evidence=[_config(ids.key or "")])
         return None
