@@ -106,6 +106,10 @@ def test_the_contract_shows_the_reads() -> None:
     assert load["runner_calls"] == [
         {"runner": "v1", "path": "vllm/v1/worker/gpu_model_runner.py", "line": 11, "before_check": True}
     ]
+    # The CPU platform's runner is read on its own (here it checks first), and is no condition.
+    assert load["platform_calls"] == [
+        {"runner": "cpu", "path": "vllm/v1/worker/cpu_model_runner.py", "line": 11, "before_check": False}
+    ]
 
 
 def test_a_tree_whose_proposer_raises_nothing_has_no_facts() -> None:

@@ -73,6 +73,8 @@ def test_0_32_0_contract_cites_the_reads() -> None:
     assert [r["message"] for r in load["reads"]] == [NO_MODEL, NO_EMBED]
     assert all(r["condition"] == [{"option": "pp", "value": "off"}] for r in load["reads"])
     assert any(c["runner"] == "v1" and c["before_check"] for c in load["runner_calls"])
+    # The CPU build's runner (what engine-run launches) loads the drafter before its check too.
+    assert [(c["path"], c["before_check"]) for c in load["platform_calls"]] == [("vllm/v1/worker/cpu_model_runner.py", True)]
 
 
 def test_0_10_0_has_no_guarded_reads() -> None:

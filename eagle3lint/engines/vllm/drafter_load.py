@@ -102,6 +102,8 @@ class DrafterLoad:
     runner_calls: list[RunnerCall] = field(default_factory=list)
     # The tree has one model-runner generation only (releases before the V2 runner).
     single_runner: bool = False
+    # Other platforms' runners (the CPU build's): reported, never a condition of a finding.
+    platform_calls: list[RunnerCall] = field(default_factory=list)
     # A multimodal target's image-token copy off its config, branch by branch, the default last
     # (empty where the release has none, or one not read whole).
     config_reads: list[ConfigRead] = field(default_factory=list)
@@ -133,6 +135,7 @@ class DrafterLoad:
             "language_model": self.language_model,
             "reads": [r.to_json() for r in self.reads],
             "runner_calls": [c.to_json() for c in self.runner_calls],
+            "platform_calls": [c.to_json() for c in self.platform_calls],
             "config_reads": [r.to_json() for r in self.config_reads],
         }
 
@@ -153,6 +156,12 @@ class DrafterLoad:
             order = "before" if call.before_check else "after"
             label = f"{call.runner} runner" if call.runner else "runner"
             lines.append(f"  {label} loads the drafter at {call.path}:{call.line}, {order} its EAGLE-3 check")
+        for call in self.platform_calls:
+            order = "before" if call.before_check else "after"
+            lines.append(
+                f"  the {call.runner} platform's runner loads the drafter at {call.path}:{call.line}, {order} its EAGLE-3 check"
+                " (what `eagle3lint engine-run` launches; its verdicts are this runner's)"
+            )
         return "\n".join(lines) + "\n"
 
 
@@ -443,27 +452,34 @@ _CHECK_WORDS = re.compile(r"eagle3|aux_hidden_state")
 def _runner_calls(engine: Engine, vpack: VllmPack) -> tuple[list[RunnerCall], bool]:
     """Each generation's ``drafter.load_model(`` in its runner files, and whether no EAGLE-3
     check comes before it in the same function; and whether the tree has one generation only."""
-    pattern = re.compile(vpack.drafter_runner_call) if vpack.drafter_runner_call else None
     generations = vpack.runner_files or {"": ()}
     present = 0
     calls: list[RunnerCall] = []
     for runner, entries in generations.items():
-        files = _files(engine, entries)
-        if files:
-            present += 1
-        for path in files:
-            text = _source(engine, path)
-            if text is None or pattern is None or not pattern.search(text):
-                continue
-            lines = text.splitlines()
-            for number, line in enumerate(lines, start=1):
-                if not pattern.search(line) or line.lstrip().startswith("#"):
-                    continue
-                before = _preceding_in_function(lines, number - 1)
-                checked = any(_CHECK_WORDS.search(x) and not x.lstrip().startswith("#") for x in before)
-                rel = path.relative_to(engine.source_root).as_posix()
-                calls.append(RunnerCall(runner, rel, number, not checked))
+        found, any_file = _calls_in(engine, vpack, runner, entries)
+        present += any_file
+        calls.extend(found)
     return calls, present <= 1
+
+
+def _calls_in(engine: Engine, vpack: VllmPack, runner: str, entries: tuple[str, ...]) -> tuple[list[RunnerCall], bool]:
+    """The drafter loads in one runner's files, and whether the tree has any of its files."""
+    pattern = re.compile(vpack.drafter_runner_call) if vpack.drafter_runner_call else None
+    files = _files(engine, entries)
+    calls: list[RunnerCall] = []
+    for path in files:
+        text = _source(engine, path)
+        if text is None or pattern is None or not pattern.search(text):
+            continue
+        lines = text.splitlines()
+        for number, line in enumerate(lines, start=1):
+            if not pattern.search(line) or line.lstrip().startswith("#"):
+                continue
+            before = _preceding_in_function(lines, number - 1)
+            checked = any(_CHECK_WORDS.search(x) and not x.lstrip().startswith("#") for x in before)
+            rel = path.relative_to(engine.source_root).as_posix()
+            calls.append(RunnerCall(runner, rel, number, not checked))
+    return calls, bool(files)
 
 
 def _preceding_in_function(lines: list[str], index: int) -> list[str]:
@@ -491,6 +507,7 @@ def read_drafter_load(engine: Engine, vpack: VllmPack) -> DrafterLoad | None:
     if not reader.reads and not reader.config_reads:
         return None
     calls, single = _runner_calls(engine, vpack)
+    platform_calls = [c for name, entries in vpack.drafter_platform_runners.items() for c in _calls_in(engine, vpack, name, entries)[0]]
     load = DrafterLoad(
         proposer=owner,
         path=path.relative_to(engine.source_root).as_posix(),
@@ -500,6 +517,7 @@ def read_drafter_load(engine: Engine, vpack: VllmPack) -> DrafterLoad | None:
         reads=reader.reads,
         runner_calls=calls,
         single_runner=single,
+        platform_calls=platform_calls,
         config_reads=reader.config_reads,
         config_attribute=vpack.drafter_target_config if reader.config_reads else "",
     )

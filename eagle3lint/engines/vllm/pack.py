@@ -71,6 +71,9 @@ class VllmPack:
     drafter_target_config: str
     drafter_config_message: str
     drafter_hf_config: str
+    # Other platforms' runners (vLLM's CPU build): where they load the drafter, for the report;
+    # they do not choose among the GPU generations the `runner` option names.
+    drafter_platform_runners: dict[str, tuple[str, ...]]
     # [plugins]: the registration call and the registry it is made on
     register_calls: tuple[str, ...]
     registry_names: tuple[str, ...]
@@ -78,6 +81,11 @@ class VllmPack:
     walk_methods: tuple[str, ...]
     inner_model_class: str
     language_model_marker: str
+
+
+def _platform_runners(drafter: dict[str, Any]) -> dict[str, tuple[str, ...]]:
+    table = _table(drafter, "platform_runners") if "platform_runners" in drafter else {}
+    return {str(name): _strs(table, "drafter_load.platform_runners", name) for name in table}
 
 
 def _table(data: dict[str, Any], key: str) -> dict[str, Any]:
@@ -163,6 +171,7 @@ def _parse(pack: RulePack) -> VllmPack:
         drafter_target_config=_str(drafter, "drafter_load", "target_config", ""),
         drafter_config_message=_str(drafter, "drafter_load", "config_message", ""),
         drafter_hf_config=_str(drafter, "drafter_load", "hf_config", ""),
+        drafter_platform_runners=_platform_runners(drafter),
         register_calls=_strs(plugins, "plugins", "register_calls", ("register_model",)),
         registry_names=_strs(plugins, "plugins", "registry_names", ("ModelRegistry",)),
         walk_methods=_strs(data, "", "walk_methods"),
