@@ -141,6 +141,10 @@ def config_option(func: F) -> F:
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), help="Record today's findings in this file and exit 0.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="Exit 1 for findings at or above this severity (default: warning, or fail-on in the settings).")
+@click.option(
+    "--min-severity", "--severity", "min_severity", type=click.Choice(["error", "warning", "info"]),
+    help="Report only findings at or above this severity (`--min-severity error`: errors only); the summary counts the rest.",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings are reported (2 still means an error).")
 @click.option("--statistics", is_flag=True, help="Instead of the findings, how many there are of each rule (JSON with --format json).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification and verdict.")
@@ -163,6 +167,7 @@ def check(
     write_baseline_file: Path | None,
     no_cache: bool,
     fail_on: str | None,
+    min_severity: str | None,
     exit_zero: bool,
     statistics: bool,
     verbose: bool,
@@ -226,6 +231,8 @@ def check(
             with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
         )
         say_errors(result.errors)
+        if min_severity is not None and write_baseline_file is None:
+            result.keep_severity(min_severity)
         results.append((result, scope))
     for result, scope in results:
         _refuse_empty_scope(result, scope if paths else [])
@@ -360,6 +367,10 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
 @click.option("--format", "--output-format", "output_format", type=click.Choice(["table", "json", "markdown"]), default="table", show_default=True)
 @exclude_options
 @click.option("--model", "model_names", multiple=True, metavar="NAME", help="Only these classes or architectures (repeatable; * and ? match any text).")
+@click.option(
+    "--min-severity", "--severity", "min_severity", type=click.Choice(["error", "warning", "info"]),
+    help="Only the classes with a finding at or above this severity (`--min-severity error`: the broken ones).",
+)
 @click.option("--pre", "prereleases", is_flag=True, help="A range includes pre-releases too.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("-v", "--verbose", is_flag=True, help="Table: the whole reason and every condition on a row of its own, however long.")
@@ -374,6 +385,7 @@ def models(
     exclude: tuple[str, ...],
     extend_exclude: tuple[str, ...],
     model_names: tuple[str, ...],
+    min_severity: str | None,
     prereleases: bool,
     no_cache: bool,
     verbose: bool,
@@ -390,6 +402,8 @@ def models(
 
         queries = [parse_query(r) for r in releases]
     if len(queries) > 1 or (queries and queries[0].single is None):
+        if min_severity is not None:
+            raise UsageError("--min-severity narrows one release's matrix: a history shows each class across releases (--model NAME narrows it)")
         _models_history(queries, paths, engine, engine_root, settings, output_format, model_names, prereleases, no_cache, verbose)
         return
     from eagle3lint.report import matrix
@@ -405,6 +419,8 @@ def models(
     say_errors(result.errors)
     _refuse_empty_scope(result, scope if paths else [])
     unmatched = matrix.narrow(result, model_names)
+    if min_severity is not None:
+        matrix.narrow_severity(result, min_severity)
     if unmatched and len(unmatched) == len(model_names):
         raise UsageError(_unmatched_names(unmatched, result.engine.label))
     if output_format == "table":

@@ -37,6 +37,20 @@ class CheckResult:
     baseline: str | None = None
     # Files ``exclude``/``extend-exclude`` name: neither their findings nor their models are reported.
     excluded: frozenset[str] = frozenset()
+    # ``--min-severity``: the least severity reported, and how many findings under it were not.
+    min_severity: str | None = None
+    below_severity: int = 0
+
+    def keep_severity(self, level: str) -> None:
+        """Report only the findings at or above ``level`` (the rest counted, never silently
+        gone: the summary says how many)."""
+        from eagle3lint.findings import SEVERITY_ORDER
+
+        limit = SEVERITY_ORDER[level]
+        kept = [f for f in self.findings if SEVERITY_ORDER.get(f.severity, 0) <= limit]
+        self.min_severity = level
+        self.below_severity = len(self.findings) - len(kept)
+        self.findings = kept
 
     def in_reporting_scope(self, model: ModelClass) -> bool:
         return (not self.scope or model.in_scope(self.scope)) and model.path not in self.excluded

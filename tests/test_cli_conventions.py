@@ -209,14 +209,14 @@ def test_colour_on_a_terminal_never_through_a_pipe(project: Path) -> None:
     piped = run_cli("check", ".", cwd=project)
     assert "\x1b" not in piped.stdout
     _, shown = run_on_terminal("check", ".", cwd=project)
-    assert "\x1b[1;31mE3L001\x1b[0m" in shown  # an error's code in red
-    assert "\x1b[1;36mE3L020\x1b[0m" in shown  # information in cyan
+    assert "\x1b[1;31mE3L001 error:\x1b[0m" in shown  # an error's code in red, its severity in words too
+    assert "\x1b[1;36mE3L020 info:\x1b[0m" in shown  # information in cyan
     assert "\x1b[1msglang/srt/models/missing.py\x1b[0m:" in shown
     assert OUR_COLOURS.sub("", shown).replace("\r\n", "\n") == piped.stdout
 
 
 def test_force_color_and_no_color(project: Path) -> None:
     forced = run_cli("check", ".", cwd=project, env={**plain_environ(), "PYTHONPATH": str(REPO), "FORCE_COLOR": "1"})
-    assert "\x1b[1;31mE3L001\x1b[0m" in forced.stdout
+    assert "\x1b[1;31mE3L001 error:\x1b[0m" in forced.stdout
     both = run_cli("check", ".", cwd=project, env={**plain_environ(), "PYTHONPATH": str(REPO), "FORCE_COLOR": "1", "NO_COLOR": "1"})
     assert "\x1b" not in both.stdout

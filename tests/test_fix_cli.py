@@ -187,7 +187,7 @@ def test_a_fix_that_enables_another_is_followed_by_a_second_pass(tmp_path: Path)
     outer = root / MODELS / "outer.py"
     outer.write_text(WRAPPER_OF_A_LEAF_TO_FIX)
     check = run_cli("check", outer)
-    assert "E3L001 `OuterForConditionalGeneration` lacks `get_embed_and_head`" in check.stdout
+    assert "E3L001 error: `OuterForConditionalGeneration` lacks `get_embed_and_head`" in check.stdout
     done = run_cli("fix", "--apply", root / MODELS)
     assert done.returncode == 1  # the guessed head (unsafe) remains
     assert "Fixed 2 of 3 findings in 2 files." in done.stderr  # the leaf, then the wrapper (with its companion)

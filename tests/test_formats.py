@@ -84,7 +84,7 @@ def test_full_shows_source_line_and_engine_call_sites() -> None:
     assert done.returncode == 1, done.stderr
     blocks = done.stdout.split("\n\n")
     first = blocks[0]
-    assert f"{MISSING}:4:1: E3L001 `MissingForCausalLM` lacks" in first
+    assert f"{MISSING}:4:1: E3L001 error: `MissingForCausalLM` lacks" in first
     assert "4 | class MissingForCausalLM(nn.Module):" in first
     assert "  | ^ E3L001" in first
     assert "= engine call sites:" in first

@@ -140,7 +140,7 @@ def test_hook_fails_on_a_new_model_without_the_interface_and_passes_once_fixed(
     (fork / NEW_FILE).write_text(NEW_MODEL)
     failed = try_repo(hook_repo, fork, "eagle3lint", NEW_FILE)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert f"{NEW_FILE}:6:1: E3L004 `FooForCausalLM` does not delegate `set_eagle3_layers_to_capture`" in failed.stdout
+    assert f"{NEW_FILE}:6:1: E3L004 error: `FooForCausalLM` does not delegate `set_eagle3_layers_to_capture`" in failed.stdout
     assert "1 error" in failed.stdout
 
     (fork / NEW_FILE).write_text(FIXED_MODEL)
@@ -187,7 +187,7 @@ def test_file_list_reports_only_the_engine_files_given(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = run_cli("check", "README.md", NEW_FILE, cwd=fork, env=env)
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[0].startswith(f"{NEW_FILE}:6:1: E3L004 `FooForCausalLM`")
+    assert done.stdout.splitlines()[0].startswith(f"{NEW_FILE}:6:1: E3L004 error: `FooForCausalLM`")
     assert "BarForCausalLM" not in done.stdout
 
 

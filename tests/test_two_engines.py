@@ -111,8 +111,8 @@ def test_files_one_by_one_keep_each_engines_findings(site: Path, order: tuple[st
     """What pre-commit passes: a commit touching a model of each engine."""
     done = check(*order, cwd=site)
     assert done.returncode == 1, done.stderr
-    assert f"{SGLANG_FILE}:4:1: E3L001 `MissingForCausalLM`" in done.stdout
-    assert f"{VLLM_FILE}:15:5: E3L005 `SignatureForCausalLM" in done.stdout
+    assert f"{SGLANG_FILE}:4:1: E3L001 error: `MissingForCausalLM`" in done.stdout
+    assert f"{VLLM_FILE}:15:5: E3L005 error: `SignatureForCausalLM" in done.stdout
     assert [s.split(" (")[0] for s in summaries(done.stdout)] == [
         SGLANG if order[0] == SGLANG_FILE else VLLM, VLLM if order[0] == SGLANG_FILE else SGLANG
     ]

@@ -181,3 +181,24 @@ def test_a_broken_rows_reason_is_its_cause_before_the_launch_conditions(tmp_path
     # A supported row keeps its conditions first: they are all there is to say.
     (opted,) = [line for line in done.stdout.splitlines() if " OptOutForCausalLM " in line]
     assert opted.split(" OptOutForCausalLM ", 1)[1].split(None, 1)[1].startswith("refused with --pipeline-parallel-size > 1")
+
+
+def test_min_severity_keeps_the_errors_and_says_how_many_it_left_out() -> None:
+    """`check --min-severity error` (or `--severity`): errors only, the rest counted in the
+    summary; each line says its severity in words; `models --min-severity error`: the classes
+    with an error."""
+    every = run_cli("check", TREE)
+    severities = {line.split(": ", 2)[1].split()[1] for line in every.stdout.splitlines() if ": E3L" in line}
+    assert severities >= {"error", "info"}
+    below = sum(1 for line in every.stdout.splitlines() if ": E3L" in line and " error: " not in line)
+    for flag in ("--min-severity", "--severity"):
+        errors = run_cli("check", TREE, flag, "error")
+        assert errors.returncode == 1
+        lines = [line for line in errors.stdout.splitlines() if ": E3L" in line]
+        assert lines and all(line.split(": ", 2)[1].endswith(" error") for line in lines)
+        assert f"({below} below --min-severity error; " in errors.stdout.splitlines()[-1]
+    _code, data = run_json("models", TREE, "--min-severity", "error")
+    statuses = {m["status"] for m in data["models"]}
+    assert "supported" not in statuses and "broken" in statuses
+    table = run_cli("models", TREE, "--severity", "error").stdout
+    assert "broken " in table and "\nsupported " not in table

@@ -1,4 +1,5 @@
-"""``path:line:col: CODE message`` lines and a one-line summary, like ruff's default output.
+"""``path:line:col: CODE severity: message`` lines and a one-line summary, like ruff's default
+output (the severity in words too, not only in colour: a log, a pipe or a screen reader has none).
 
 Every line goes out through ``line_text``: a message, a version or a name from the analysed
 tree holding a newline or an escape can neither break a line in two (a forged finding, a
@@ -47,16 +48,18 @@ def hidden_counts(result: CheckResult) -> str:
         parts.append(f"{result.suppressed} suppressed")
     if result.baselined:
         parts.append(f"{result.baselined} in the baseline")
+    if result.below_severity:
+        parts.append(f"{result.below_severity} below --min-severity {result.min_severity}")
     return ", ".join(parts) + "; " if parts else ""
 
 
 def finding_line(finding: Finding, root: Path, paint: Painter | None = None) -> str:
-    """``path:line:col: CODE message``, escaped; the path bold and the code in its severity's
-    colour when ``paint`` is on."""
+    """``path:line:col: CODE severity: message``, escaped; the path bold and the code and
+    severity in the severity's colour when ``paint`` is on."""
     paint = paint or Painter(False)
     variant = f" [{finding.variant}]" if finding.variant else ""
     where = paint.bold(line_path(finding.path, fallback_root=root))
-    code = paint.severity(line_text(finding.code), finding.severity)
+    code = paint.severity(line_text(f"{finding.code} {finding.severity}:"), finding.severity)
     return f"{where}:{finding.line}:{finding.column}: {code}{line_text(f'{variant} {finding.message}')}"
 
 

@@ -98,6 +98,20 @@ def narrow(result: CheckResult, names: tuple[str, ...]) -> list[str]:
     return unmatched
 
 
+def narrow_severity(result: CheckResult, level: str) -> None:
+    """Keep the models with a finding at or above ``level`` (``error``: the broken ones), for
+    every format and count. Suppressed and baselined findings count too: verdicts ignore them."""
+    from eagle3lint.findings import SEVERITY_ORDER
+
+    limit = SEVERITY_ORDER[level]
+    kept = {
+        (f.qualname, f.variant)
+        for f in (*result.findings, *result.suppressed_findings, *result.baselined_findings)
+        if f.code != "E3L900" and SEVERITY_ORDER.get(f.severity, 0) <= limit
+    }
+    result.models = [m for m in result.models if (f"{m.ref.module}.{m.ref.qualname}", m.variant) in kept]
+
+
 def rows(result: CheckResult) -> list[Row]:
     """The checked models (those with a verdict), most urgent status first."""
     by_model: dict[tuple[str, str | None], list[Finding]] = {}
