@@ -104,6 +104,28 @@ def test_the_lists_shape_decides_what_a_shared_keys_ids_mean(tmp_path: Path) -> 
     assert said.states() == [3, 31, 59] and "--drafter-ids output" in said.meaning_from
 
 
+def test_a_drafter_naming_no_ids_is_judged_by_every_trainers_default(tmp_path: Path) -> None:
+    """Every known trainer defaults to states 2, n // 2 and n - 3: a release capturing those works
+    for a drafter that names no ids; one whose default captures others is silent."""
+    from tests.fakes.model_folders import kimi_drafter_config
+
+    drafter = kimi_drafter_config()
+    drafter["eagle_config"] = {"use_aux_hidden_state": True}
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "models", drafter=drafter)
+    same = write_sglang_tree(tmp_path / "same", fixed=True)
+    code, report = run_json("preflight", "--engine-root", same, "--model-path", target_dir, "--draft-model-path", drafter_dir)
+    layers = next(i for i in report["items"] if i["check"] == "layer-ids")
+    assert (code, report["outcome"], layers["status"]) == (0, "works", "ok"), layers["message"]
+    assert "the default of every trainer known here" in layers["message"] and "SpecForge" in layers["message"]
+    other = write_sglang_tree(tmp_path / "other", fixed=True)
+    setter = other / "srt" / "models" / "deepseek_v2.py"
+    setter.write_text(setter.read_text(encoding="utf-8").replace("[2, n // 2, n - 3]", "[1, n // 2, n - 3]"), encoding="utf-8")
+    code, report = run_json("preflight", "--engine-root", other, "--model-path", target_dir, "--draft-model-path", drafter_dir)
+    layers = next(i for i in report["items"] if i["check"] == "layer-ids")
+    assert (code, report["outcome"], layers["status"]) == (1, "silent", "problem"), layers["message"]
+    assert "every trainer known here" in layers["message"] and "defaults to" in layers["message"]
+
+
 def test_a_drafter_without_ids_records_no_training_layers(tmp_path: Path) -> None:
     found = drafter_ids(tmp_path, {})
     assert (found.ids, found.states()) == (None, None)

@@ -279,19 +279,28 @@ def _untrained(ctx: PairContext, result: PreflightResult, layer_map: LayerMap, s
     defaults = framework_defaults(ctx.frameworks, n)
     shared = {tuple(states) for _, states in defaults}
     if len(shared) == 1:
+        # Every trainer eagle3lint knows defaults to the same states for this depth: a drafter
+        # whose config names none was, as far as its files tell, trained on them.
         states = list(next(iter(shared)))
-        same = states == layer_map.received
         names = ", ".join(f.name for f, _ in defaults)
         default = ", ".join(describe_state(s) for s in states)
-        verdict = "the same states" if same else "other states"
-        result.add(
-            CHECK, UNKNOWN,
-            f"{source}: the drafter reads {reads}. Its config does not record which layers it was trained on; "
-            f"the default of {names} is {default}: {verdict}",
-            decides="which target layers the drafter was trained on (its training script or model card; a drafter "
-            "trained on the frameworks' default works here" + ("" if same else ", one trained on them does not") + ")",
-            evidence=evidence, layers=[r.to_json() for r in layer_map.rows],
-        )
+        rows = [r.to_json() for r in layer_map.rows]
+        if states == layer_map.received:
+            result.add(
+                CHECK, OK,
+                f"{source}: the drafter reads {reads}, the default of every trainer known here ({names}) for a {n}-layer "
+                "target; its config names no ids (acceptance depends on it having been trained on that default)",
+                evidence=evidence, layers=rows,
+            )
+        else:
+            result.add(
+                CHECK, PROBLEM,
+                f"{source}: the drafter reads {reads}, but every trainer known here ({names}) defaults to {default} for a "
+                f"{n}-layer target, and its config names no other ids: a drafter trained on its trainer's default gets "
+                "other hidden states, so almost every draft is rejected",
+                ACCEPTANCE, evidence=evidence, layers=rows,
+                decides="which target layers the drafter was trained on (its training script or model card)",
+            )
         return
     result.add(
         CHECK, UNKNOWN,
