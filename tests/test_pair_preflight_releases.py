@@ -110,6 +110,18 @@ def test_vllm_runner_generation_decides_which_key_is_read(tmp_path: Path) -> Non
     assert "`eagle_config.layer_ids`" in item(v2, "layer-ids").message
 
 
+def test_launch_checks_are_found_where_each_release_keeps_them(tmp_path: Path) -> None:
+    """vLLM 0.10.x keeps SpeculativeConfig in config/__init__.py, later releases in
+    config/speculative.py: the checks are found by the engine's import path, not assumed."""
+    old = preflight(tmp_path, "vllm==0.10.2", "llama", None)
+    launch = item(old, "launch")
+    assert launch.status == "ok", launch.message
+    assert {e["where"] for e in launch.evidence} == {"vllm/config/__init__.py"}
+    assert {e["what"] for e in launch.evidence} >= {"__post_init__", "_verify_args"}
+    new = item(preflight(tmp_path / "new", "vllm==0.32.0", "llama", None), "launch")
+    assert new.status == "ok" and {e["where"] for e in new.evidence} == {"vllm/config/speculative.py"}
+
+
 def test_unrecorded_layers_are_every_trainers_default(tmp_path: Path) -> None:
     """A drafter naming no ids: the release's default ids for the target's depth, computed from
     its code, against the default every known trainer shares."""

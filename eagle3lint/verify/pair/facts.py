@@ -43,6 +43,9 @@ class PairFacts:
     # names), the names the argument object goes by, calls that return it (a view of it) or
     # the target's model config, and calls that set its fields from their keywords.
     launch_functions: str = ""
+    # The argument class by the engine's own import path, where the files above have no checks
+    # (releases keep it in other modules: vLLM 0.10's config/__init__.py, 0.9's config.py).
+    launch_class: str = ""
     launch_objects: tuple[str, ...] = ()
     launch_views: tuple[str, ...] = ()
     launch_model_config: tuple[str, ...] = ()
@@ -106,6 +109,7 @@ def parse_pair_facts(path: Path, raw: Any) -> PairFacts:
         launch_fields=_string_table(path, raw, "launch_fields"),
         launch_values=_string_table(path, raw, "launch_values"),
         launch_functions=raw.get("launch_functions", ""),
+        launch_class=raw.get("launch_class", ""),
         launch_objects=_strings(path, raw, "launch_objects"),
         launch_views=_strings(path, raw, "launch_views"),
         launch_model_config=_strings(path, raw, "launch_model_config"),

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3lint.ast_strings import message_text
+from eagle3lint.index import ClassRef
 from eagle3lint.models import EAGLE3_DRAFT
 from eagle3lint.verify.configs import CRASH, OK, PROBLEM, REFUSED, UNKNOWN, PreflightResult
 from eagle3lint.verify.pair.context import PairContext
@@ -142,6 +143,19 @@ def _literal_alias(code: ReleaseCode, path: str, name: str, depth: int = 0) -> t
     return None
 
 
+def _class_functions(ctx: PairContext, qualified: str, pattern: re.Pattern[str]) -> list[tuple[str, ast.FunctionDef]]:
+    """The argument class's checks wherever this release defines it (found by the engine's own
+    import path, re-exports followed)."""
+    if not qualified or ctx.code.index is None:
+        return []
+    ref = ctx.code.index.resolve_qualified(qualified)
+    found = ctx.code.class_node(ref) if isinstance(ref, ClassRef) else None
+    if found is None:
+        return []
+    path, cls = found
+    return [(str(path), node) for node in cls.body if isinstance(node, ast.FunctionDef) and pattern.search(node.name)]
+
+
 def _functions(code: ReleaseCode, files: tuple[str, ...], pattern: re.Pattern[str]) -> list[tuple[str, ast.FunctionDef]]:
     out = []
     for rel in files:
@@ -188,9 +202,10 @@ def check_launch(ctx: PairContext, result: PreflightResult) -> None:
     if not facts.launch_files:
         return
     pattern = re.compile(facts.launch_functions or r"(?i)speculative|eagle")
-    functions = _functions(ctx.code, facts.launch_files, pattern)
+    functions = _functions(ctx.code, facts.launch_files, pattern) or _class_functions(ctx, facts.launch_class, pattern)
     if not functions:
-        result.add(CHECK, UNKNOWN, f"{ctx.where} has no speculative-decoding argument checks in {', '.join(facts.launch_files)}", decides="where this release checks its launch flags")
+        where = ", ".join(facts.launch_files) + (f" or `{facts.launch_class}`" if facts.launch_class else "")
+        result.add(CHECK, UNKNOWN, f"{ctx.where} has no speculative-decoding argument checks in {where}", decides="where this release checks its launch flags")
         return
     args = _Args(_known(ctx))
     target = ConfigView(ctx.target.raw if ctx.target is not None else {})
