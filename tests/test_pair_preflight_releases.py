@@ -122,6 +122,18 @@ def test_launch_checks_are_found_where_each_release_keeps_them(tmp_path: Path) -
     assert new.status == "ok" and {e["where"] for e in new.evidence} == {"vllm/config/speculative.py"}
 
 
+def test_pipeline_parallelism_meets_each_runner_generations_check(tmp_path: Path) -> None:
+    """vLLM 0.33.0: the V2 runner (the default) refuses EAGLE-3 with PP for a decoder that does not
+    set supports_aux_hidden_states_over_pp (Afmoe); the V1 runner takes it and Afmoe's decoder
+    captures by a rank-local index. --pp and the runner option reach both."""
+    afmoe = {"target_keys": {"architectures": ["AfmoeForCausalLM"], "model_type": "afmoe"}}
+    assert preflight(tmp_path / "one", "vllm==0.33.0", "llama", None, **afmoe).outcome == "works"
+    two = preflight(tmp_path / "pp", "vllm==0.33.0", "llama", None, launch=Launch(pp=2), **afmoe)
+    assert two.outcome == "refused" and "supports_aux_hidden_states_over_pp" in two.outcome_reason
+    v1 = preflight(tmp_path / "v1", "vllm==0.33.0", "llama", None, ("runner=v1",), launch=Launch(pp=2), **afmoe)
+    assert v1.outcome == "silent" and "E3L105" in v1.outcome_reason
+
+
 def test_unrecorded_layers_are_every_trainers_default(tmp_path: Path) -> None:
     """A drafter naming no ids: the release's default ids for the target's depth, computed from
     its code, against the default every known trainer shares."""

@@ -56,6 +56,9 @@ def run_preflight(
     result = PreflightResult()
     launch = launch or Launch()
     launch.draft_given = drafter_path is not None
+    if launch.pp > 1 and not any(o.split("=", 1)[0] == "pp" for o in engine_options):
+        # The launch's PP is the static check's too (a runner generation may refuse it).
+        engine_options = (f"pp={launch.pp}", *engine_options)
     result.target = _load(result, "target-config", target_path)
     result.drafter = _load(result, "drafter-config", drafter_path) if drafter_path is not None else None
     target, drafter = result.target, result.drafter
