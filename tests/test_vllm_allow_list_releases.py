@@ -5,6 +5,9 @@ once: ~10 MB, only the auto tables and config classes kept) give each architectu
 
 from __future__ import annotations
 
+import importlib.util
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -64,3 +67,25 @@ def test_0_33_0_has_no_allow_list_and_nothing_changes() -> None:
         assert rows[cls]["status"] == "supported", (cls, rows[cls]["reason"])
     _code, checked = run_json("check", "--release", "vllm==0.33.0", f"{MODELS}/glm4.py", f"{MODELS}/mixtral.py")
     assert not [f for f in checked["findings"] if "allow-list" in f["message"]]
+
+
+def test_a_tree_without_its_pin_is_unknown_never_works(tmp_path: Path) -> None:
+    """0.18.0's package folder alone (a fork, --engine-root, no dist-info): no transformers pin,
+    so the allow-list's verdict cannot be read: unknown with the reason, never supported/works.
+    A checkout's requirements/common.txt gives the pin back."""
+    root = tmp_path / "tree"
+    shutil.copytree(release_root("vllm==0.18.0"), root / "vllm")
+    _code, data = run_json("models", str(root / "vllm"))
+    rows = {m["class"]: m for m in data["models"] if not m.get("variant")}
+    if importlib.util.find_spec("transformers") is None:
+        for cls in ("MistralForCausalLM", "LlamaForCausalLM"):
+            assert (rows[cls]["status"], rows[cls]["outcome"]) == ("unknown", "unknown"), rows[cls]["reason"]
+            assert "E3L017" in rows[cls]["reason"] and "pins no transformers" in rows[cls]["reason"]
+    else:  # the installed transformers gives the types (what the engine would import)
+        assert rows["MistralForCausalLM"]["outcome"] == "refused"
+    (root / "requirements").mkdir()
+    (root / "requirements" / "common.txt").write_text("transformers >= 4.56.0, < 5\n", encoding="utf-8")
+    _code, data = run_json("models", str(root / "vllm"))
+    rows = {m["class"]: m for m in data["models"] if not m.get("variant")}
+    assert (rows["MistralForCausalLM"]["status"], rows["MistralForCausalLM"]["outcome"]) == ("incomplete", "refused")
+    assert rows["LlamaForCausalLM"]["outcome"] == "works"

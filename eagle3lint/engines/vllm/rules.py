@@ -570,8 +570,11 @@ class ModelTypeNotAllowed(VllmRule):
 
     A warning where every checkpoint of every architecture of the class is refused; information
     naming the refused ones where some are admitted, or where some architecture's types (or a
-    wrapper's text type, `AutoConfig`) cannot be told statically. Nothing where no type is known.
-    A class with no EAGLE-3 code at all gets no finding: its `eagle3-not-implemented` says it.
+    wrapper's text type, `AutoConfig`) cannot be told statically. Where no transformers release
+    can be read at all (a tree without its dist-info whose requirement files pin none, and none
+    installed), information that the list's verdict is unknown: the class's outcome is `unknown`
+    with that reason, never `works`. A class with no EAGLE-3 code at all gets no finding: its
+    `eagle3-not-implemented` says it.
 
     ## Why is this bad?
     The server refuses to start with `ValueError: eagle3 is only supported for [...] models`,
@@ -612,6 +615,12 @@ class ModelTypeNotAllowed(VllmRule):
         )
         for model in _targets(ctx):
             judgement = ctx.type_judgement(model)
+            if judgement is not None and not judgement.refused and not tables.label and not judgement.allowed:
+                # No transformers release to read the types from (a tree without its metadata
+                # and no pin in its requirement files): the list may refuse it, never "works".
+                if eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)[0]:
+                    yield self._types_unknown(ctx, model, where, listed, evidence, tables.origin)
+                continue
             if judgement is None or not judgement.refused:
                 continue
             if not eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)[0]:
@@ -648,6 +657,21 @@ class ModelTypeNotAllowed(VllmRule):
             finding = ctx.finding(ModelTypeNotAllowed, model, "", message, [], severity=severity, data=data, effect=effect, model_note=False)
             finding.related = [evidence]
             yield finding
+
+    def _types_unknown(self, ctx: VllmCheckContext, model: ModelClass, where: str, listed: str, evidence: Related, why: str) -> Finding:
+        reason = f"which model type its checkpoints carry cannot be read ({why}), and the allow-list at {where} decides by it"
+        message = (
+            f"`{model.summary.name}`: the allow-list at {where} ({listed}) refuses EAGLE-3 for checkpoints whose model "
+            f"type contains none of its words, and {why}: the model types of its checkpoints cannot be read (give the "
+            "tree its requirement files or dist-info, or check a published release with --release)"
+        )
+        effect = Effect(UNKNOWN, STAGE_LAUNCH, evidence, reason=reason, code=self.code)
+        finding = ctx.finding(
+            ModelTypeNotAllowed, model, "", message, [], severity="info", data={"allow_list": where, "types_from": None},
+            effect=effect, model_note=False,
+        )
+        finding.related = [evidence]
+        return finding
 
 
 # The drafter loads after the weights and before the runner's check of the loaded model.
