@@ -16,7 +16,8 @@ from eagle3lint.engines import knowledge_for
 from eagle3lint.verify.configs import PreflightResult
 from eagle3lint.verify.pair.context import Launch
 from eagle3lint.verify.preflight import run_preflight
-from tests.helpers import release_root
+from tests.fakes.model_folders import kimi_drafter_config, write_kimi_pair
+from tests.helpers import release_root, run_cli
 from tests.pair_helpers import eagle_ids, shared_checks, write_pair
 
 pytestmark = [pytest.mark.release, pytest.mark.usefixtures("shared_checks")]
@@ -339,3 +340,18 @@ def test_keys_the_draft_class_reads_that_the_config_lacks(tmp_path: Path) -> Non
     notes = [i for i in result.items if i.check == "draft-class-keys"]
     assert len(notes) == 1 and "`rms_norm_eps`" in notes[0].message and notes[0].outcome is None
     assert any(e["where"].endswith("llama.py") for e in notes[0].evidence)
+
+
+def test_the_seeds_pair_works_on_0_5_23_and_explain_says_why(tmp_path: Path) -> None:
+    """Kimi-K2.5 with a drafter naming [2, 30, 58] (the input-of-layer convention, by the list's
+    shape): SGLang 0.5.23 reads the ids as written and captures what it was trained on."""
+    drafter = kimi_drafter_config()
+    drafter["eagle_config"]["eagle_aux_hidden_state_layer_ids"] = [2, 30, 58]
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "models", drafter=drafter)
+    release_root("sglang==0.5.23")
+    done = run_cli("preflight", "--release", "sglang==0.5.23", "--model-path", str(target_dir), "--draft-model-path", str(drafter_dir), "--explain")
+    assert done.returncode == 0 and "Outcome: works" in done.stdout, done.stdout
+    why = done.stdout.split("Why (per drafter input)", 1)[1]
+    first = re.search(r"drafter id 2 → the engine captures layer 1's output \(([^)]*)\);", why)
+    assert first is not None and "kimi_k25.py:" in first.group(1) and "deepseek_v2.py:" in first.group(1), why
+    assert "the drafter was trained on layer 1's output (the list is the EAGLE reference code's default for a 61-layer target" in why

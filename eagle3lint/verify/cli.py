@@ -173,7 +173,11 @@ def verify(engine: str | None, engine_root: Path | None, release: str | None, ou
 @click.option("--num-draft-tokens", type=int, help="SGLang --speculative-num-draft-tokens.")
 @DRAFTER_IDS
 @click.option("--format", "output_format", type=click.Choice(["human", "json"]), default="human", show_default=True)
-def preflight(engine: str | None, engine_root: Path | None, release: str | None, output_format: str, **values: Any) -> None:
+@click.option(
+    "--explain", is_flag=True,
+    help="Per drafter id: the layer the engine captures (the release's file:line) and the one the drafter was trained on (the evidence).",
+)
+def preflight(engine: str | None, engine_root: Path | None, release: str | None, output_format: str, explain: bool, **values: Any) -> None:
     """Will this drafter work with this target, on this release, with these launch options?
 
     One outcome (works, crash, silent, refused, unknown) with every item that led to it and its
@@ -192,5 +196,5 @@ def preflight(engine: str | None, engine_root: Path | None, release: str | None,
     if output_format == "json":
         write_preflight_json(report, sys.stdout)
     else:
-        write_preflight_human(report, sys.stdout)
+        write_preflight_human(report, sys.stdout, explain=explain)
     sys.exit(report.exit_code)

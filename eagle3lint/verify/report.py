@@ -359,8 +359,10 @@ def write_preflight_json(report: PreflightReport, out: TextIO) -> None:
     out.write("\n")
 
 
-def write_preflight_human(report: PreflightReport, out: TextIO) -> None:
-    """Text from the checkpoints and the release's source reaches the terminal escaped."""
+def write_preflight_human(report: PreflightReport, out: TextIO, explain: bool = False) -> None:
+    """Text from the checkpoints and the release's source reaches the terminal escaped;
+    ``explain``: per drafter id, what the engine captures (the release's lines that say so) and
+    what the drafter was trained on (the evidence that decided it)."""
 
     def emit(text: str = "") -> None:
         out.write(line_text(text) + "\n")
@@ -391,3 +393,15 @@ def write_preflight_human(report: PreflightReport, out: TextIO) -> None:
             ident = f"id {row['drafter_id']}" if row.get("drafter_id") is not None else f"input {row['position']}"
             trained = row.get("trained_on") or "not recorded"
             emit(f"  {ident:<10} trained on {trained:<24} reads {row.get('reads') or 'nothing'}")
+        if explain:
+            emit()
+            emit("Why (per drafter input)")
+            for row in layers:
+                ident = f"drafter id {row['drafter_id']}" if row.get("drafter_id") is not None else f"drafter input {row['position']}"
+                where = ", ".join(row.get("captured_by") or []) or "the release's capture, not located"
+                captured = row.get("reads") or "nothing (no state left for it)"
+                emit(f"  {ident} → the engine captures {captured} ({where});")
+                if row.get("trained_on"):
+                    emit(f"      the drafter was trained on {row['trained_on']} ({row.get('trained_because') or 'its config'})")
+                else:
+                    emit("      the drafter's config does not record what it was trained on")

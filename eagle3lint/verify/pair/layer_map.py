@@ -37,6 +37,9 @@ class LayerRow:
     drafter_id: int | None
     trained: int | None
     reads: int | None
+    # The release's lines that decide what it reads ("file:line"), and why it was trained on it.
+    captured_by: list[str] = field(default_factory=list)
+    trained_because: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,8 @@ class LayerRow:
             "drafter_id": self.drafter_id,
             "trained_on": describe_state(self.trained) if self.trained is not None else None,
             "reads": describe_state(self.reads) if self.reads is not None else None,
+            "captured_by": self.captured_by,
+            "trained_because": self.trained_because,
         }
 
 
@@ -92,6 +97,10 @@ def check_layer_ids(ctx: PairContext, result: PreflightResult) -> LayerMap | Non
     evidence = _evidence(ctx, setter, rule, read, reads)
     trained = ids.states()
     _rows(layer_map, ids, trained, received)
+    captured_by = [f"{e['where']}:{e['line']}" for e in evidence if e.get("kind") == "release" and e.get("line")]
+    for row in layer_map.rows:
+        row.captured_by = captured_by
+        row.trained_because = ids.meaning_from if row.trained is not None else ""
     source = _source(ctx, ids, passed, read, reads)
     if trained is None:
         want = _fused_states(ctx, target.hidden_size)
