@@ -74,9 +74,9 @@ def apply_dry_run(spec: str, models: str, tmp_path: Path, *flags: str, all_prove
     assert "Traceback" not in done.stderr
     if all_proven:
         assert " not fixed: " not in done.stderr, done.stderr
-    changed = re.findall(r"^\+\+\+ (\S+)$", done.stdout, re.M)
+    changed = re.findall(r"^\+\+\+ b/(\S+)$", done.stdout, re.M)
     source_root = release_root(spec).parent
-    for tool, command in {"git": ["git", "apply", "-p0", "--whitespace=nowarn"], "patch": ["patch", "-p0", "--quiet"]}.items():
+    for tool, command in {"git": ["git", "apply", "--whitespace=nowarn"], "patch": ["patch", "-p1", "--quiet"]}.items():
         work = tmp_path / tool
         shutil.copytree(source_root / models, work / models)
         applied = subprocess.run(command, input=done.stdout, text=True, cwd=work, capture_output=True)

@@ -133,7 +133,7 @@ def test_exclude_settings_and_the_command_line(project: Path) -> None:
 
 def test_fix_leaves_excluded_files_alone(project: Path) -> None:
     everything = run_cli("fix", ".", cwd=project)
-    assert "+++ sglang/srt/models/wrapper_param.py" in everything.stdout
+    assert "+++ b/sglang/srt/models/wrapper_param.py" in everything.stdout
     fewer = run_cli("fix", ".", "--extend-exclude", "wrapper_*.py", cwd=project)
     assert "wrapper_" not in fewer.stdout and fewer.stdout != everything.stdout
 

@@ -231,3 +231,15 @@ def test_verify_measures_without_speculation_under_its_own_flag() -> None:
     assert flag.name == "no_baseline"
     refused = CliRunner().invoke(verify, ["--model-path", "t", "--no-baseline"])
     assert refused.exit_code == 2 and "No such option" in refused.output
+
+
+def test_a_dry_runs_diff_carries_git_prefixes_and_git_apply_takes_it_as_it_is(tmp_path: Path) -> None:
+    """`--- a/...` and `+++ b/...`: `git apply fix.patch` applies it without `-p0`."""
+    root = copy_before("fix_wrapper", tmp_path)
+    dry = run_cli("fix", ".", cwd=root)
+    assert dry.returncode == 1, dry.stderr
+    assert dry.stdout.startswith(f"--- a/{MODELS}/vl_wrapper.py\n+++ b/{MODELS}/vl_wrapper.py\n")
+    (tmp_path / "fix.patch").write_text(dry.stdout)
+    applied = subprocess.run(["git", "apply", str(tmp_path / "fix.patch")], cwd=root, capture_output=True, text=True)
+    assert applied.returncode == 0, applied.stderr
+    assert (root / MODELS / "vl_wrapper.py").read_bytes() == (golden_after("fix_wrapper") / MODELS / "vl_wrapper.py").read_bytes()

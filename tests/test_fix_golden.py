@@ -44,8 +44,8 @@ def test_dry_run_diff_is_the_golden_change_and_writes_nothing(name: str, tmp_pat
     # The leaf-capture models have no EAGLE-3 code yet: their finding is information (exit 0).
     assert done.returncode == (0 if name == "fix_leaf_capture" else 1)
     assert tree_bytes(root) == before
-    assert done.stdout.startswith("--- sglang/srt/models/")
-    patched = subprocess.run(["patch", "-p0", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)
+    assert done.stdout.startswith("--- a/sglang/srt/models/")
+    patched = subprocess.run(["patch", "-p1", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)
     assert patched.returncode == 0, patched.stdout + patched.stderr
     assert differing(tree_bytes(root), tree_bytes(golden_after(name))) == []
 

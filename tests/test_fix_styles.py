@@ -58,7 +58,7 @@ def test_crlf_diff_applies_with_patch(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-m", "eagle3lint", "fix", str(MODELS)], cwd=root, env=env, capture_output=True)
     assert b"\r\n" in done.stdout
-    patched = subprocess.run(["patch", "-p0", "--quiet"], input=done.stdout, cwd=root, capture_output=True)
+    patched = subprocess.run(["patch", "-p1", "--quiet"], input=done.stdout, cwd=root, capture_output=True)
     assert patched.returncode == 0, patched.stdout + patched.stderr
     expected = to_crlf((golden_after("fix_wrapper") / MODELS / "vl_wrapper.py").read_text()).encode()
     assert (root / MODELS / "vl_wrapper.py").read_bytes() == expected

@@ -68,8 +68,8 @@ def test_dry_run_diff_is_the_golden_change_and_writes_nothing(name: str, tmp_pat
     done = run_in(root, "fix", "--unsafe-fixes", MODELS)
     assert done.returncode == (1 if FAILS_AFTER[name] or name != "fix_vllm_pp" else 0)
     assert tree_bytes(root) == before
-    assert done.stdout.startswith("--- vllm/model_executor/models/")
-    patched = subprocess.run(["patch", "-p0", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)
+    assert done.stdout.startswith("--- a/vllm/model_executor/models/")
+    patched = subprocess.run(["patch", "-p1", "--quiet"], input=done.stdout, text=True, cwd=root, capture_output=True)
     assert patched.returncode == 0, patched.stdout + patched.stderr
     assert differing(tree_bytes(root), tree_bytes(golden_after(name))) == []
 

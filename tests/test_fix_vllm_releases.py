@@ -1,5 +1,5 @@
 """`fix` on real vLLM releases (cached downloads; nothing is written into the cache): every diff
-of the dry run applies with `patch -p0` and `git apply` on a copy and re-parses."""
+of the dry run applies with `patch -p1` and `git apply` on a copy and re-parses."""
 
 from __future__ import annotations
 

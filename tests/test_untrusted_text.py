@@ -236,7 +236,7 @@ def test_a_diff_with_quoted_names_applies(tmp_path: Path) -> None:
     (tmp_path / "fix.patch").write_bytes(os.fsencode(patch))
     for line in patch.splitlines():
         assert not line.startswith(("---", "+++")) or not RAW.search(line.replace("\t", "")), line
-    done = subprocess.run(["git", "apply", "-p0", "--unsafe-paths", "fix.patch"], cwd=tmp_path, capture_output=True, text=True)
+    done = subprocess.run(["git", "apply", "--unsafe-paths", "fix.patch"], cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     for name in names:
         with open(os.fsencode(tmp_path / name)) as handle:
@@ -263,7 +263,7 @@ def wrapper_tree(tmp_path: Path) -> Path:
     return tree
 
 
-HEADER = '--- "sglang/srt/models/vl\\033[31m\\tw\\nrap.py"\n+++ "sglang/srt/models/vl\\033[31m\\tw\\nrap.py"\n'
+HEADER = '--- "a/sglang/srt/models/vl\\033[31m\\tw\\nrap.py"\n+++ "b/sglang/srt/models/vl\\033[31m\\tw\\nrap.py"\n'
 
 
 def test_fix_dry_run_piped_is_a_diff_git_applies(wrapper_tree: Path) -> None:
@@ -272,7 +272,7 @@ def test_fix_dry_run_piped_is_a_diff_git_applies(wrapper_tree: Path) -> None:
     assert done.stdout.startswith(HEADER)
     assert "# end \x1b]0;PWNED\x07 of FixVL" in done.stdout  # a diff to apply carries the file's text
     (wrapper_tree / "fix.patch").write_text(done.stdout)
-    applied = subprocess.run(["git", "apply", "-p0", "fix.patch"], cwd=wrapper_tree, capture_output=True, text=True)
+    applied = subprocess.run(["git", "apply", "fix.patch"], cwd=wrapper_tree, capture_output=True, text=True)
     assert applied.returncode == 0, applied.stderr
     again = run_cli("fix", ".", cwd=wrapper_tree)
     assert again.stdout == "", again.stdout  # applied: nothing left to fix
@@ -288,7 +288,7 @@ def test_fix_dry_run_on_a_terminal_writes_control_characters_out(wrapper_tree: P
 def test_full_shows_the_diff_escaped(wrapper_tree: Path) -> None:
     done = run_cli("check", ".", "--format", "full", cwd=wrapper_tree)
     assert_no_raw_text(done.stdout)
-    assert "      --- \"sglang/srt/models/vl\\033[31m\\tw\\nrap.py\"" in done.stdout
+    assert "      --- \"a/sglang/srt/models/vl\\033[31m\\tw\\nrap.py\"" in done.stdout
 
 
 # ---- the round-3 reproductions, on the releases they were found on --------------------------------

@@ -128,7 +128,7 @@ def _added_lines(diff: str) -> dict[str, list[tuple[int, str]]]:
     current, line = "", 0
     for text in diff.splitlines():
         if text.startswith("+++ "):
-            current = text[4:].strip()
+            current = text[4:].strip().removeprefix("b/")
         elif (hunk := _HUNK.match(text)) is not None:
             line = int(hunk.group(1))
         elif text.startswith("+"):
@@ -178,11 +178,11 @@ def test_every_displayed_diff_applied_leaves_no_reference_to_a_missing_attribute
     problems = []
     for n, diff in enumerate(diffs):
         work = tmp_path / str(n)
-        files = re.findall(r"^\+\+\+ (\S+)$", diff, re.M)
+        files = re.findall(r"^\+\+\+ b/(\S+)$", diff, re.M)
         for name in files:
             (work / name).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(root.parent / name, work / name)
-        patched = subprocess.run(["patch", "-p0", "--quiet"], input=diff, text=True, cwd=work, capture_output=True)
+        patched = subprocess.run(["patch", "-p1", "--quiet"], input=diff, text=True, cwd=work, capture_output=True)
         assert patched.returncode == 0, patched.stdout + patched.stderr
         changed = {str(root.parent / name): (work / name).read_text() for name in files}
         # The patched tree, indexed as the check would index it.

@@ -1,6 +1,6 @@
-"""Unified diffs that ``patch -p0`` and ``git apply -p0`` accept, run from the folder the paths
-are relative to (the working directory when the file is under it, else the engine's source
-root, e.g. the folder holding ``sglang/``).
+"""Unified diffs that ``git apply`` and ``patch -p1`` accept, run from the folder the paths are
+relative to (the working directory when the file is under it, else the engine's source root,
+e.g. the folder holding ``sglang/``): the names carry git's ``a/`` and ``b/`` prefixes.
 
 A file name that holds a control character, a quote, a backslash or a byte outside ASCII is
 written as git writes it: C-style quoted (``"a\\tb.py"``, other bytes in octal), which both
@@ -79,7 +79,9 @@ def unified_diff(old: str, new: str, label: str, context: int = 3) -> str:
     if old == new:
         return ""
     out: list[str] = []
-    name = header_label(label)
-    for line in difflib.unified_diff(split_lines(old), split_lines(new), name, name, n=context, lineterm="\n"):
+    # git's prefixes (quoted with the name, as git quotes them), so that `git apply` takes the
+    # diff as it is, without -p0.
+    before, after = header_label(f"a/{label}"), header_label(f"b/{label}")
+    for line in difflib.unified_diff(split_lines(old), split_lines(new), before, after, n=context, lineterm="\n"):
         out.append(line if line.endswith("\n") else line + "\n" + NO_NEWLINE)
     return "".join(out)
