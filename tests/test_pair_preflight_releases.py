@@ -355,3 +355,13 @@ def test_the_seeds_pair_works_on_0_5_23_and_explain_says_why(tmp_path: Path) -> 
     first = re.search(r"drafter id 2 → the engine captures layer 1's output \(([^)]*)\);", why)
     assert first is not None and "kimi_k25.py:" in first.group(1) and "deepseek_v2.py:" in first.group(1), why
     assert "the drafter was trained on layer 1's output (the list is the EAGLE reference code's default for a 61-layer target" in why
+
+
+def test_a_forward_that_only_calls_its_bases_runs_the_bases_loop(tmp_path: Path) -> None:
+    """vLLM 0.33.0's MistralModel.forward only returns super().forward(...): LlamaModel's loop
+    decides what it captures (no longer unknown); 0.18.0's allow-list refuses the type outright."""
+    mistral = {"target_keys": {"architectures": ["MistralForCausalLM"], "model_type": "mistral"}}
+    new = preflight(tmp_path / "new", "vllm==0.33.0", "llama", None, **mistral)
+    assert new.outcome == "works" and item(new, "layer-ids").status == "ok", new.outcome_reason
+    old = preflight(tmp_path / "old", "vllm==0.18.0", "llama", None, **mistral)
+    assert old.outcome == "refused" and "model types containing" in old.outcome_reason

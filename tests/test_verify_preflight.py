@@ -11,6 +11,7 @@ import pytest
 
 from eagle3lint.engine_finder import discover_engine
 from eagle3lint.engines import knowledge_for as load_knowledge
+from eagle3lint.verify.configs import REFUSED
 from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PreflightResult, run_preflight
 from eagle3lint.verify.safetensors_header import HeaderError, read_checkpoint, read_header
 from tests.fakes.model_folders import (
@@ -297,7 +298,8 @@ def test_real_sglang_0_5_9_kimi_k25_target_class() -> None:
     assert item(result, "drafter-architecture").status == "ok"
 
 
-def test_model_type_outside_an_old_vllm_allow_list_will_crash(tmp_path: Path) -> None:
+def test_model_type_outside_an_old_vllm_allow_list_is_refused(tmp_path: Path) -> None:
+    """The speculative config's own ValueError naming the list: a clear refusal, not a crash."""
     from tests.helpers import FIXTURES
 
     legacy = discover_engine([FIXTURES / "vllm_legacy"])  # refuses EAGLE-3 unless "llama" is in the model_type
@@ -305,7 +307,7 @@ def test_model_type_outside_an_old_vllm_allow_list_will_crash(tmp_path: Path) ->
     kimi["text_config"]["model_type"] = "kimi_k2"
     target_dir, drafter_dir = write_kimi_pair(tmp_path / "kimi", target=kimi)
     refused = item(run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), legacy), "model-type")
-    assert (refused.status, refused.impact) == ("problem", CRASH)
+    assert (refused.status, refused.impact) == ("problem", REFUSED)
     assert "only for model types containing llama" in refused.message and "'kimi_k2'" in refused.message
     assert refused.path is not None and refused.path.endswith("config.py") and refused.line == 3
 
@@ -347,4 +349,4 @@ def test_real_vllm_allow_lists_judge_the_kimi_target() -> None:
             engine = discover_engine([], engine_root=release_root(spec))
             result = run_preflight(str(target_dir), str(drafter_dir), load_knowledge("vllm"), engine)
             statuses[spec] = [(i.status, i.impact) for i in result.items if i.check == "model-type"]
-    assert statuses == {"vllm==0.11.0": [("problem", CRASH)], "vllm==0.18.0": [("ok", None)], "vllm==0.33.0": []}
+    assert statuses == {"vllm==0.11.0": [("problem", REFUSED)], "vllm==0.18.0": [("ok", None)], "vllm==0.33.0": []}

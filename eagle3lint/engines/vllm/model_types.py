@@ -75,6 +75,8 @@ class ModelTypeTables:
 
     origin: str  # which transformers and why, or why there is none
     label: str = ""  # which transformers, in two words ("transformers 4.56.0")
+    # A transformers release was looked for (the engine pins one, or none) and none can be read.
+    unreadable: bool = False
     # transformers: class name -> model types; model type -> text type
     classes: dict[str, tuple[str, ...]] = field(default_factory=dict)
     texts: dict[str, TextType] = field(default_factory=dict)
@@ -177,7 +179,7 @@ def read_model_types(engine: Engine, vpack: VllmPack) -> ModelTypeTables:
     configs: dict[str, ConfigFacts] = dict(transformers.configs) if transformers else {}
     library = engine.library(vpack.types_library)
     label = f"transformers {library.version}" if library is not None and transformers is not None else ""
-    result = ModelTypeTables(origin, label, suffixes=vpack.architecture_suffixes)
+    result = ModelTypeTables(origin, label, suffixes=vpack.architecture_suffixes, unreadable=library is not None and transformers is None)
     registry_path = engine.root / vpack.config_registry if vpack.config_registry else None
     tree = parse_bounded(registry_path) if registry_path is not None else None
     entries = _registry_entries(tree, vpack.config_registry_name) if tree is not None else {}

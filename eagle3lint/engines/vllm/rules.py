@@ -615,7 +615,7 @@ class ModelTypeNotAllowed(VllmRule):
         )
         for model in _targets(ctx):
             judgement = ctx.type_judgement(model)
-            if judgement is not None and not judgement.refused and not tables.label and not judgement.allowed:
+            if judgement is not None and not judgement.refused and tables.unreadable and not judgement.allowed:
                 # No transformers release to read the types from (a tree without its metadata
                 # and no pin in its requirement files): the list may refuse it, never "works".
                 if eagle3_evidence(ctx.index, model.ref, ctx.inner_choices)[0]:

@@ -15,7 +15,7 @@ from typing import Any
 from eagle3lint.contract import Contract
 from eagle3lint.engine import Engine
 from eagle3lint.errors import UsageError
-from eagle3lint.verify.configs import CRASH, NOTE, OK, PROBLEM, ModelConfig, PreflightResult
+from eagle3lint.verify.configs import NOTE, OK, PROBLEM, REFUSED, ModelConfig, PreflightResult
 from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.measure import Client
 from eagle3lint.verify.model_files import describe
@@ -104,6 +104,7 @@ def _check_model_type(result: PreflightResult, engine: Engine, vllm_contract: An
             PROBLEM,
             f"{rule}: the target's {source} is {describe(model_type)}, so the speculative config refuses it at start-up "
             f"whatever the model class implements (newer vLLM releases dropped the list)",
-            CRASH,
+            # Its own ValueError naming the list: a clear refusal, not a crash.
+            REFUSED,
             **where,
         )

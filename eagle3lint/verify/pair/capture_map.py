@@ -95,10 +95,30 @@ def capture_rule(
     method = code.method(holder, "forward")
     if method is None:
         raise Unresolved(f"{holder.qualname} has no forward this release can read")
+    for _ in range(3):
+        # A forward that only returns ``super().forward(...)`` (vLLM 0.33.0's MistralModel) runs
+        # its base's loop.
+        if not _only_delegates(method.node):
+            break
+        following = code.next_method(holder, method.owner, "forward")
+        if following is None:
+            break
+        method = following
     try:
         return _capture_rule(code, method, holder, capture, marker, collect_calls, num_layers)
     except Unresolved as problem:
         raise problem.at(method.path) from None
+
+
+def _only_delegates(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1 or not isinstance(body[0], ast.Return) or not isinstance(body[0].value, ast.Call):
+        return False
+    func = body[0].value.func
+    return (
+        isinstance(func, ast.Attribute) and func.attr == "forward" and isinstance(func.value, ast.Call)
+        and isinstance(func.value.func, ast.Name) and func.value.func.id == "super"
+    )
 
 
 def _capture_rule(
