@@ -260,4 +260,11 @@ def test_guessed_values_by_name() -> None:
     # Exaone's activation_function, BailingMoe's embedding_dropout, MiniCPM's dim_model_base.
     assert guess_missing("activation_function") == "silu" and guess_missing("embedding_dropout") == 0.0
     assert isinstance(guess_missing("dim_model_base"), int)
+    # A MoE class whose config the stand-in lacks: experts that cover top-k.
+    assert guess_missing("num_experts") >= guess_missing("num_experts_per_tok") >= 1
+    from eagle3lint.enginerun.shrink import stand_in_defaults
+
+    moe = stand_in_defaults("BailingMoeV2ForCausalLM")
+    assert moe["num_experts"] >= moe["num_experts_per_tok"] and "moe_intermediate_size" in moe
+    assert stand_in_defaults("InternLM2ForCausalLM") == {}
     assert guess_missing("head_dim") == HEAD_DIM and guess_missing("num_nextn_predict_layers") == 1

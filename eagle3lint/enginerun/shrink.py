@@ -286,6 +286,22 @@ def drafter_config(hidden: int, vocab: int, dtype: str = "float32") -> dict[str,
     }
 
 
+# What a stand-in config (Llama's, for a remote-code class) starts from when the architecture is
+# a mixture of experts: the keys such checkpoints carry, at the shrunken sizes, so that the
+# launch does not spend a retry on each.
+STAND_IN_MOE = {
+    "num_experts": MAX_EXPERTS, "n_routed_experts": MAX_EXPERTS, "num_experts_per_tok": MAX_TOP_K,
+    "moe_intermediate_size": MOE_INTERMEDIATE, "num_shared_experts": 1, "n_shared_experts": 1,
+    "first_k_dense_replace": 1, "norm_topk_prob": True, "n_group": 1, "topk_group": 1,
+    "moe_shared_expert_intermediate_size": MOE_INTERMEDIATE,
+}
+
+
+def stand_in_defaults(architecture: str) -> dict[str, Any]:
+    """Keys a stand-in config for ``architecture`` starts with beyond Llama's."""
+    return dict(STAND_IN_MOE) if "moe" in architecture.lower() else {}
+
+
 def guess_missing(name: str, vocab: int = VOCAB) -> Any:
     """A value for a config attribute the class default lacks but the engine reads (checkpoints
     carry it): by its name, the smallest value that keeps a launch consistent. Not a claim about
@@ -309,10 +325,16 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         return "silu"
     if lowered.startswith(("use_", "is_", "enable_", "has_")):
         return False
+    if lowered.startswith("norm_"):
+        return True
     if lowered.endswith(("head_dim", "_head_size")) or lowered in ("rotary_dim", "rope_dim"):
         return HEAD_DIM
     if lowered.startswith("first_k") or lowered.endswith("_replace"):
         return 1
+    if lowered in EXPERT_KEYS:
+        return MAX_EXPERTS
+    if lowered in TOP_K_KEYS:
+        return MAX_TOP_K
     if lowered in LAYER_KEYS:
         return TEXT_LAYERS
     if lowered in HEAD_KEYS or lowered in KV_HEAD_KEYS:

@@ -159,7 +159,7 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
 
 MISSING_ATTRIBUTE = re.compile(r"^'(\w*Config)' object has no attribute '(\w+)'$")
 # How many attributes a class default's config may gain, one per try.
-ATTRIBUTE_TRIES = 4
+ATTRIBUTE_TRIES = 8
 
 
 def probe_once(

@@ -112,7 +112,10 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
     stem = re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture).lower()
     if not stem:
         raise LookupError(f"no config class found for {architecture} (none of its own, none of its vLLM bases')")
-    return stem, _stand_in_config(stem), "no config class of its own or its bases': Llama's, as a stand-in"
+    return stem, _stand_in_config(stem), "no config class of its own or its bases': " + STAND_IN_HOW
+
+
+STAND_IN_HOW = "Llama's, as a stand-in"
 
 
 def _stand_in_config(model_type: str) -> Any:
@@ -185,6 +188,8 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         architecture = BACKEND_STAND_INS.get(spec["architecture"], spec["architecture"])
         model_type, cls, how = _config_class(architecture)
         defaults = _plain(cls().to_dict())
+        if how.endswith(STAND_IN_HOW):
+            defaults.update(shrink.stand_in_defaults(architecture))
         shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
         config = shrunk.config
         config["architectures"] = [architecture]
