@@ -22,6 +22,7 @@ from typing import Any
 import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # this tree's eagle3lint, whichever one is installed
 NOTES = Path(__file__).with_name("engine_sweep_notes.toml")
 VERDICTS = ("works", "crash", "silent", "refused")
 
