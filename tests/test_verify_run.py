@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -13,9 +16,17 @@ from eagle3lint.verify import launch as verify_launch
 from eagle3lint.verify import teardown as verify_teardown
 from eagle3lint.verify.gpus import GpuInfo
 from eagle3lint.verify.report import VerifyReport
-from eagle3lint.verify.run import run_verify
+from eagle3lint.verify.run import exit_after_failed_requests, run_verify
 from tests.fakes.clock import LeapingClock
-from tests.fakes.harness import alive, events, fake_pids, make_options, marked_alive, read_state
+from tests.fakes.harness import (
+    GENEROUS_S,
+    alive,
+    events,
+    fake_pids,
+    make_options,
+    marked_alive,
+    read_state,
+)
 from tests.fakes.model_folders import kimi_drafter_config, write_config
 from tests.fakes.sglang_tree import write_sglang_tree
 
@@ -220,6 +231,46 @@ def test_a_crash_while_measuring_is_classified(tmp_path: Path) -> None:
     assert record is not None and record.outcome == "crash"
     assert record.crash is not None and "illegal memory access" in (record.crash.exception or "")
     assert report.verdict.status == "crash"
+
+
+_ENDING_SERVER = """
+import socket, sys
+listener = socket.socket()
+listener.bind(("127.0.0.1", 0))
+listener.listen()
+print(listener.getsockname()[1], flush=True)
+sys.stdin.readline()  # serving until told to end
+listener.close()  # a dying process closes its sockets before its parent can see the exit
+print("closed", flush=True)
+sys.stdin.readline()
+sys.exit(3)
+"""
+
+
+def test_a_server_whose_port_closed_is_waited_for_not_called_ready(tmp_path: Path) -> None:
+    # The race behind a crash while measuring read as "ready": the requests fail as soon as the
+    # dying server's sockets close, before poll() sees the exit. Made deterministic here.
+    child = subprocess.Popen([sys.executable, "-c", _ENDING_SERVER], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        port = int(child.stdout.readline())
+        server = verify_launch.LaunchedServer("eagle3", [], child, port, "127.0.0.1", tmp_path / "log", "run", 0.0)  # type: ignore[arg-type]
+        assert exit_after_failed_requests(server, GENEROUS_S) is None  # still listening: it failed the requests itself
+        child.stdin.write("end\n")
+        child.stdin.flush()
+        assert child.stdout.readline() == "closed\n"
+        assert child.poll() is None  # the window: the port is closed, the exit not yet seen
+        found: list[int | None] = []
+        waiter = threading.Thread(target=lambda: found.append(exit_after_failed_requests(server, GENEROUS_S)))
+        waiter.start()
+        child.stdin.write("exit\n")
+        child.stdin.flush()
+        waiter.join(GENEROUS_S)
+        assert found == [3]
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
 
 
 def test_old_sglang_waits_for_the_fired_up_line(tmp_path: Path) -> None:

@@ -7,6 +7,7 @@ import os
 import re
 import shlex
 import signal
+import subprocess
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.launch import (
     BASELINE,
     EAGLE3,
+    LaunchedServer,
     build_command,
     free_port,
     launch,
@@ -35,7 +37,7 @@ from eagle3lint.verify.measure import measure, warm_up
 from eagle3lint.verify.options import VerifyOptions
 from eagle3lint.verify.preflight import run_preflight
 from eagle3lint.verify.prompts import Prompt, builtin_prompts, load_prompts
-from eagle3lint.verify.teardown import TeardownResult, teardown
+from eagle3lint.verify.teardown import TeardownResult, port_open, teardown
 from eagle3lint.verify.wait import EXITED, FATAL, READY, TIMEOUT, Progress, wait_until_ready
 
 
@@ -227,6 +229,23 @@ def _unclean(result: TeardownResult) -> str:
     return f"teardown of the {result.label} server is incomplete: " + "; ".join(problems)
 
 
+def exit_after_failed_requests(server: LaunchedServer, grace_s: float) -> int | None:
+    """The server's exit code when its requests failed because it is ending; None while it serves.
+
+    A server that dies closes its sockets before the kernel lets its parent see the exit, so
+    the client's "connection reset/refused" can come before ``poll()`` knows: a poll alone calls
+    a crash "ready" now and then. A server whose port no longer accepts connections is ending, so
+    its exit is waited for (up to ``grace_s``); one still listening failed the requests itself.
+    """
+    exit_code = server.process.poll()
+    if exit_code is not None or port_open(server.host, server.port):
+        return exit_code
+    try:
+        return server.process.wait(timeout=grace_s)
+    except subprocess.TimeoutExpired:
+        return server.process.poll()
+
+
 class _Session:
     def __init__(
         self,
@@ -280,7 +299,7 @@ class _Session:
             if waited.status == READY:
                 record.seconds_to_ready = waited.elapsed_s
                 gpu_during = self._memory()
-                measured, crashed = self._measure(server.base_url, label, speculative, record, server.process.poll)
+                measured, crashed = self._measure(server, label, speculative, record)
             elif waited.status in (EXITED, FATAL):
                 crashed = True
                 record.exit_code = waited.exit_code
@@ -300,16 +319,15 @@ class _Session:
             self.progress.finish(f"the {label} server crashed: {record.crash.cause}")
         return measured
 
-    def _measure(
-        self, base_url: str, label: str, speculative: bool, record: rep.LaunchRecord, poll: Callable[[], int | None]
-    ) -> tuple[bool, bool]:
+    def _measure(self, server: LaunchedServer, label: str, speculative: bool, record: rep.LaunchRecord) -> tuple[bool, bool]:
         """(measured, crashed) for a server that answered its health check."""
         options = self.options
-        client = self.knowledge.driver.client(base_url, options.model_path, options.request_timeout_s)
+        client = self.knowledge.driver.client(server.base_url, options.model_path, options.request_timeout_s)
         error = warm_up(client, self.prompts)
         if error is not None:
-            if poll() is not None:
-                record.exit_code = poll()
+            exit_code = exit_after_failed_requests(server, options.teardown_grace_s)
+            if exit_code is not None:
+                record.exit_code = exit_code
                 return False, True
             record.outcome = "warmup-failed"
             record.detail = f"the warm-up request failed: {error}"
@@ -318,9 +336,11 @@ class _Session:
         self.progress.finish(f"the {label} server is ready after {record.seconds_to_ready or 0:.1f} s; measuring")
         result = measure(label, client, self.prompts, options.concurrency, options.max_new_tokens, speculative, self.progress.note)
         self.report.metrics[label] = result
-        if result.error and poll() is not None:
-            record.exit_code = poll()
-            return False, True
+        if result.error:
+            exit_code = exit_after_failed_requests(server, options.teardown_grace_s)
+            if exit_code is not None:
+                record.exit_code = exit_code
+                return False, True
         return result.error is None, False
 
     def _context(self, log_path: str) -> ClassifyContext:
