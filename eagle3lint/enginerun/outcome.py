@@ -58,7 +58,19 @@ def classify(eagle: dict[str, Any] | None, base: dict[str, Any] | None, refusals
         if base is not None and failed(base) and not _got_further(base, eagle):
             return EngineOutcome(SETUP_FAILED, "without the drafter too: " + _failure(base))
         return EngineOutcome("crash", error_text(eagle))
+    if eagle.get("wall"):
+        # An engine whose CPU build cannot generate with EAGLE-3 (SGLang): the launch got past
+        # every interface call on the target and stopped at a wall common to every class.
+        return EngineOutcome("works", _past_the_interface(eagle))
     return _judge_states(eagle)
+
+
+def _past_the_interface(eagle: dict[str, Any]) -> str:
+    calls = [c for c in eagle.get("interface_calls") or [] if c.get("ok")]
+    named = ", ".join(dict.fromkeys(f"{c.get('role')}.{c.get('member')}" for c in calls)) or "none recorded"
+    captures = eagle.get("captures")
+    taken = f"; the target captures layers {captures}" if captures is not None else ""
+    return f"interface calls passed ({named}){taken}; stopped at {eagle['wall']}"
 
 
 PHASES = ("start", "setup", "import", "init", "generate", "done")

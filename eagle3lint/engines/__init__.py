@@ -175,7 +175,7 @@ __all__ = [
 
 # Engines whose build runs EAGLE-3 on a CPU (``eagle3lint engine-run``), by name: the module that
 # holds the engine's EngineRunSpec.
-_ENGINE_RUNS: dict[str, str] = {"vllm": "eagle3lint.engines.vllm.engine_run"}
+_ENGINE_RUNS: dict[str, str] = {"vllm": "eagle3lint.engines.vllm.engine_run", "sglang": "eagle3lint.engines.sglang.engine_run"}
 
 
 def engine_run_for(name: str) -> EngineRunSpec:

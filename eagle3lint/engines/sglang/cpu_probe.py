@@ -1,0 +1,462 @@
+"""The SGLang CPU probe: run inside the *engine's* interpreter, one launch per process.
+
+    ENGINE_PYTHON cpu_probe.py SPEC.json
+
+SGLang publishes no CPU kernels for machines without AMX, yet its own start-up code runs on CPU
+far enough to call the EAGLE-3 interface on the target: ``sglang.Engine`` in-process with dummy
+weights, ``torch_native`` attention and the EAGLE-3 flags. Its scheduler process builds the real
+target class, asks it to capture the auxiliary layers (``set_eagle3_layers_to_capture``), loads the
+drafter, hands it the target's embedding and head (``get_embed_and_head`` / ``set_embed_and_head``)
+and then stops at a wall common to every class: ``speculative/draft_utils.py`` has no CPU
+attention backend for drafting. Reaching that wall means every interface call succeeded; an
+exception before it is the class's outcome.
+
+SPEC names the architecture (or a model folder), the mode (``base``: the target alone, generating
+a few tokens; ``eagle``: with a one-layer EAGLE-3 drafter) and where to write the record. The
+scheduler runs in a spawned child: the engine is given this file's ``scheduler_entry`` as its
+scheduler function, so the child (which re-imports this file as ``__mp_main__``) installs the
+hooks, records the ids and interface calls into the same record, and ends the launch (the whole
+process group) once the outcome is known, so nothing after it overwrites the record.
+
+This file is never imported by eagle3lint (it imports sglang and torch); the linter only runs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import re
+import signal
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+SPEC_ENV = "EAGLE3LINT_SGLANG_PROBE_SPEC"
+KILL_GROUP_ENV = "EAGLE3LINT_SGLANG_PROBE_KILL_GROUP"
+
+# The wall every class reaches once its interface calls passed: no drafting attention backend on
+# CPU (speculative/draft_utils.py, "EAGLE is not supported in [decode] attention backend ...").
+WALL = re.compile(r"EAGLE is not supported in (decode )?attention backend")
+WALL_FILE = "speculative/draft_utils.py"
+
+# The members of the EAGLE-3 interface whose calls the probe records, on the target and the drafter.
+INTERFACE = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_head", "get_embed", "set_embed", "get_lm_head")
+
+PROMPT = list(range(3, 19))
+
+
+def _load(name: str, path: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Record:
+    """The record file, shared by the probe and its scheduler child: each rereads it before a
+    write, and a record the child has decided (``decided``) is never overwritten by the parent."""
+
+    def __init__(self, path: str, fresh: bool) -> None:
+        self.path = path
+        # Wall-clock: the scheduler child's phases count from the probe's start too.
+        self.data: dict[str, Any] = {"phase": "start", "ok": False, "timings": {}, "started_at": time.time()}
+        if not fresh:
+            self.reload()
+
+    def reload(self) -> None:
+        with contextlib.suppress(OSError, ValueError):
+            self.data = json.loads(Path(self.path).read_text(encoding="utf-8"))
+
+    def phase(self, name: str) -> None:
+        self.data.setdefault("timings", {})[self.data["phase"]] = round(time.time() - self.data["started_at"], 2)
+        self.data["phase"] = name
+        self.write()
+
+    def write(self) -> None:
+        tmp = f"{self.path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.data, f, default=str)
+        os.replace(tmp, self.path)
+
+
+def _frames(exc: BaseException) -> list[str]:
+    frames = traceback.extract_tb(exc.__traceback__)
+    return [f"{f.filename.split('site-packages/')[-1]}:{f.lineno} in {f.name}" for f in frames][-8:]
+
+
+def _error(exc: BaseException) -> dict[str, Any]:
+    return {"type": type(exc).__name__, "message": str(exc)[:2000], "frames": _frames(exc)}
+
+
+# ---- the config ---------------------------------------------------------------------------------
+
+def _arch_model_types() -> dict[str, str]:
+    """transformers' architecture -> model type, from its auto-model tables."""
+    from transformers.models.auto import modeling_auto
+
+    found: dict[str, str] = {}
+    for attr in dir(modeling_auto):
+        table = getattr(modeling_auto, attr)
+        if attr.endswith("_MAPPING_NAMES") and isinstance(table, dict):
+            for model_type, archs in table.items():
+                for arch in archs if isinstance(archs, (list, tuple)) else [archs]:
+                    if isinstance(arch, str):
+                        found.setdefault(arch, model_type)
+    return found
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9]", "", text.lower())
+
+
+def _sglang_configs() -> dict[str, Any]:
+    """SGLang's own config classes, by model type (those transformers lacks)."""
+    import importlib
+
+    for name in ("sglang.srt.utils.hf_transformers.common", "sglang.srt.utils.hf_transformers_utils", "sglang.srt.hf_transformers_utils"):
+        try:
+            registry = importlib.import_module(name)._CONFIG_REGISTRY
+        except (ImportError, AttributeError):
+            continue
+        return dict(registry) if isinstance(registry, dict) else {c.model_type: c for c in registry}
+    return {}
+
+
+def _config_class(architecture: str) -> tuple[str, Any, str]:
+    """(model type, config class, how it was found) for an architecture."""
+    from transformers import CONFIG_MAPPING
+
+    own = _sglang_configs()
+    model_type = _arch_model_types().get(architecture)
+    how = "transformers' auto tables"
+    if model_type is None:
+        # SGLang-only architectures: the config class whose model type the architecture starts with.
+        stem = _norm(re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture))
+        candidates = [*own.keys(), *CONFIG_MAPPING.keys()]
+        best = max((t for t in candidates if stem.startswith(_norm(t)) and _norm(t)), key=lambda t: len(_norm(t)), default=None)
+        if best is None:
+            raise LookupError(f"no config class found for {architecture}")
+        model_type, how = best, "the architecture's name"
+    if model_type in own:
+        return model_type, own[model_type], how + " (SGLang's config)"
+    return model_type, CONFIG_MAPPING[model_type], how
+
+
+COMMON_KEYS = {"output_attentions", "output_hidden_states", "return_dict", "transformers_version", "torchscript", "use_return_dict", "dtype", "torch_dtype"}
+
+
+def _plain(config: dict[str, Any], nested: bool = False) -> dict[str, Any]:
+    out = {}
+    for key, value in config.items():
+        if isinstance(key, str) and (key.startswith("_") or (nested and key in COMMON_KEYS)):
+            continue
+        out[key] = _plain(value, True) if isinstance(value, dict) and key not in ("id2label", "label2id") else value
+    return out
+
+
+def _levels(config: dict[str, Any]) -> list[dict[str, Any]]:
+    return [config, *(v for v in config.values() if isinstance(v, dict) and "hidden_size" in v)]
+
+
+# Fields a release reads from a model type's config without a default and its config class lacks
+# (published checkpoints carry them): 0.5.9's Kimi-K2.5 wrapper sizes its projector by vt_hidden_size.
+READ_WITHOUT_DEFAULT: dict[str, dict[str, Any]] = {"kimi_k25": {"vt_hidden_size": 128}}
+
+
+def _cpu_fit(config: dict[str, Any]) -> list[str]:
+    """What a launch needs of a built config, whatever the class: MLA's rotary embedding on CPU is
+    the DeepSeek-YaRN one (the CPU MLA path reads its scaling factors); a nested language-model
+    config names its architecture, as a checkpoint's does (DeepSeek's start-up reads
+    ``architectures[0]`` of the config it is given)."""
+    notes = []
+    from transformers.models.auto.modeling_auto import MODEL_FOR_CAUSAL_LM_MAPPING_NAMES
+
+    for key in ("text_config", "language_config", "llm_config"):
+        nested = config.get(key)
+        if isinstance(nested, dict) and not nested.get("architectures"):
+            causal = MODEL_FOR_CAUSAL_LM_MAPPING_NAMES.get(str(nested.get("model_type")))
+            if isinstance(causal, str):
+                nested["architectures"] = [causal]
+                notes.append(f"{key}.architectures: [{causal}] (its model type's causal LM)")
+    for key, value in READ_WITHOUT_DEFAULT.get(str(config.get("model_type")), {}).items():
+        for level in _levels(config):
+            if level.get(key) is None:
+                level[key] = value
+                notes.append(f"{key}: {value!r} (read without a default; checkpoints carry it)")
+    for level in _levels(config):
+        if "kv_lora_rank" in level and "n_routed_experts" in level and level.get("moe_layer_freq") is None:
+            # DeepSeek's sparse-layer test reads it; transformers' config class has no such field.
+            level["moe_layer_freq"] = 1
+            notes.append("moe_layer_freq: 1 (DeepSeek-V2/V3 checkpoints carry it)")
+        if "kv_lora_rank" in level and "n_routed_experts" in level and "topk_method" not in level:
+            level["topk_method"] = None  # read by the MoE gate; V3's config class has no such field
+            notes.append("topk_method: None (DeepSeek-V2/V3's gate reads it)")
+        if "kv_lora_rank" in level and not isinstance(level.get("rope_scaling"), dict):
+            level["rope_scaling"] = {
+                "type": "deepseek_yarn", "rope_type": "deepseek_yarn", "factor": 1.0, "original_max_position_embeddings": 4096,
+                "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0,
+            }
+            notes.append("MLA: rope_scaling deepseek_yarn (factor 1)")
+    return notes
+
+
+def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[str, str | None]:
+    work = Path(spec["workdir"])
+    target = work / "target"
+    if spec.get("model_path"):
+        target = Path(spec["model_path"])
+        config = json.loads((target / "config.json").read_text(encoding="utf-8"))
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        hidden = text.get("hidden_size") or shrink.TEXT_HIDDEN
+        vocab = text.get("vocab_size") or config.get("vocab_size") or shrink.VOCAB
+        record.data["setup"] = {"source": str(target)}
+    else:
+        architecture = spec["architecture"]
+        model_type, cls, how = _config_class(architecture)
+        # The config class's own type (transformers' tables name LlamaForCausalLM under code_llama).
+        model_type = getattr(cls, "model_type", None) or model_type
+        defaults = _plain(cls().to_dict())
+        shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
+        config = shrunk.config
+        config["architectures"] = [architecture]
+        config["model_type"] = model_type
+        for key in ("torch_dtype", "dtype"):
+            config.pop(key, None)
+        config["torch_dtype"] = "float32"
+        for key, value in (spec.get("config_added") or {}).items():
+            # What the engine read and the class default lacks: at every level that has sizes.
+            for level in _levels(config):
+                level.setdefault(key, value)
+        changes = list(shrunk.changes) + _cpu_fit(config)
+        hidden, vocab = shrunk.hidden, shrunk.vocab
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        hidden = text.get("hidden_size") or hidden
+        record.data["setup"] = {"model_type": model_type, "config_class": cls.__name__, "found_by": how, "changes": changes}
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "config.json").write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
+    if spec["mode"] != "eagle":
+        return str(target), None
+    if spec.get("drafter_path"):
+        return str(target), spec["drafter_path"]
+    drafter = work / "drafter"
+    drafter.mkdir(parents=True, exist_ok=True)
+    (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")
+    return str(target), str(drafter)
+
+
+# ---- the scheduler child ------------------------------------------------------------------------
+
+def _end_launch() -> None:
+    """The outcome is written: end the launch now (the probe is its process group's leader when
+    the sweep starts it), so that no teardown message overwrites it."""
+    if os.environ.get(KILL_GROUP_ENV) == "1":
+        os.killpg(os.getpgid(0), signal.SIGKILL)
+    os._exit(0)
+
+
+def _watch_interface(model: Any, role: str, record: Record) -> None:
+    """Record each call of an interface member the model's class has (the instance attribute
+    shadows the method; ``hasattr`` answers as before)."""
+    for name in INTERFACE:
+        if not callable(getattr(type(model), name, None)):
+            continue
+        original = getattr(model, name)
+
+        def call(*args: Any, __name: str = name, __original: Any = original, **kwargs: Any) -> Any:
+            entry: dict[str, Any] = {"role": role, "member": __name}
+            if __name == "set_eagle3_layers_to_capture":
+                ids = args[0] if args else kwargs.get("layer_ids")
+                entry["ids"] = None if ids is None else [int(x) for x in ids]
+                if role == "target" and "ids" not in record.data:
+                    record.data["ids"] = entry["ids"]
+            record.data.setdefault("interface_calls", []).append(entry)
+            try:
+                result = __original(*args, **kwargs)
+            except BaseException as exc:
+                entry["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
+                record.write()
+                raise
+            entry["ok"] = True
+            if __name == "set_eagle3_layers_to_capture":
+                # What the target took (the ids it was given, or its own default where none were).
+                for holder in (model, getattr(model, "model", None), getattr(model, "language_model", None)):
+                    taken = getattr(holder, "layers_to_capture", None)
+                    if isinstance(taken, (list, tuple)):
+                        entry["captures"] = [int(x) for x in taken]
+                        if role == "target":
+                            record.data["captures"] = entry["captures"]
+                        break
+            record.write()
+            return result
+
+        setattr(model, name, call)
+
+
+def _install_hooks(record: Record) -> None:
+    import torch
+    from sglang.srt.mem_cache import memory_pool
+    from sglang.srt.model_executor import model_runner
+
+    original_load = model_runner.ModelRunner.load_model
+
+    def load_model(self: Any, *args: Any, **kwargs: Any) -> Any:
+        result = original_load(self, *args, **kwargs)
+        role = "drafter" if getattr(self, "is_draft_worker", False) else "target"
+        model = self.model
+        record.data.setdefault("classes", {})[role] = type(model).__name__
+        if role == "target":
+            record.data["target_class"] = type(model).__name__
+            record.data["target_members"] = [n for n in INTERFACE if callable(getattr(type(model), n, None))]
+        _watch_interface(model, role, record)
+        record.write()
+        return result
+
+    model_runner.ModelRunner.load_model = load_model
+    # The drafter's set_embed (Llama's) waits for the GPU after swapping the embedding: on CPU there
+    # is nothing to wait for, and torch's CUDA calls assert. Only these two, which return nothing.
+    if not torch.cuda.is_available():
+        torch.cuda.synchronize = lambda *a, **k: None
+        torch.cuda.empty_cache = lambda *a, **k: None
+    # The KV-cache copy of speculative decoding (a GPU kernel: a Triton launch on 0.5.9, an
+    # sgl_kernel call on 0.5.23) has no CPU path and is no part of the EAGLE-3 interface.
+    for pool in vars(memory_pool).values():
+        if isinstance(pool, type) and "_init_kv_copy_and_warmup" in vars(pool):
+            def no_copy(self: Any) -> None:
+                self._kv_copy_config = None
+                record.data["kv_copy_skipped"] = True
+
+            setattr(pool, "_init_kv_copy_and_warmup", no_copy)  # noqa: B010
+
+
+def scheduler_entry(*args: Any, **kwargs: Any) -> Any:
+    """The engine's scheduler function in the spawned child: hooks, then SGLang's own."""
+    spec = json.loads(Path(os.environ[SPEC_ENV]).read_text(encoding="utf-8"))
+    record = Record(spec["out"], fresh=False)
+    from sglang.srt.managers import scheduler as scheduler_module
+
+    _install_hooks(record)
+    original_init = scheduler_module.Scheduler.__init__
+
+    def init(self: Any, *a: Any, **k: Any) -> None:
+        try:
+            original_init(self, *a, **k)
+        except BaseException as exc:
+            record.data["error"] = _error(exc)
+            record.data["failed_in"] = "init"
+            message = str(exc)
+            if spec["mode"] == "eagle" and WALL.search(message) and any(WALL_FILE in f for f in record.data["error"]["frames"]):
+                record.data["ok"] = True
+                record.data["wall"] = f"{WALL_FILE}: {message.splitlines()[0] if message else ''}"
+            record.data["decided"] = True
+            record.phase("stopped" if record.data["ok"] else "failed")
+            _end_launch()
+            raise
+        record.data["scheduler_ready"] = True
+        record.write()
+
+    scheduler_module.Scheduler.__init__ = init
+    return scheduler_module.run_scheduler_process(*args, **kwargs)
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+def _engine_class() -> Any:
+    from sglang.srt.entrypoints.engine import Engine
+
+    return type(Engine)("Eagle3lintProbeEngine", (Engine,), {"run_scheduler_process_func": staticmethod(scheduler_entry)})
+
+
+def _record_child_failure(record: Record) -> None:
+    """SGLang answers a child's death with SIGQUIT to the probe (its handler kills the launch):
+    first write down that a process of the engine failed before the scheduler decided."""
+    original_signal = signal.signal
+
+    def note_then(handler: Any) -> Any:
+        def on_quit(signum: int, frame: Any) -> None:
+            record.reload()
+            if not record.data.get("decided"):
+                record.data["failed_in"] = record.data.get("phase")
+                record.data["error"] = {
+                    "type": "EngineProcessDied",
+                    "message": "a process of the engine (scheduler or detokenizer) died before the scheduler decided; see the launch's log",
+                    "frames": [],
+                }
+                record.phase("failed")
+            if callable(handler):
+                handler(signum, frame)
+            else:
+                os._exit(1)
+
+        return on_quit
+
+    def patched(signum: Any, handler: Any) -> Any:
+        if signum == signal.SIGQUIT:
+            handler = note_then(handler)
+        return original_signal(signum, handler)
+
+    signal.signal = patched  # type: ignore[assignment]
+    original_signal(signal.SIGQUIT, note_then(None))
+
+
+def main() -> int:
+    spec_path = sys.argv[1]
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    record = Record(spec["out"], fresh=True)
+    record.data["mode"] = spec["mode"]
+    shrink = _load("eagle3lint_probe_shrink", spec["shrink_path"])
+    os.environ[SPEC_ENV] = spec_path
+    if os.getpgid(0) == os.getpid():
+        os.environ[KILL_GROUP_ENV] = "1"
+    _record_child_failure(record)
+    engine = None
+    try:
+        record.phase("setup")
+        target, drafter = build_folders(spec, record, shrink)
+        record.phase("import")
+        import sglang
+
+        record.data["engine_version"] = sglang.__version__
+        engine_cls = _engine_class()
+        record.phase("init")
+        args: dict[str, Any] = dict(
+            model_path=target, device="cpu", load_format="dummy", skip_tokenizer_init=True, disable_cuda_graph=True,
+            attention_backend="torch_native", dtype="float32", context_length=256, max_total_tokens=2048,
+            max_running_requests=4, enable_multimodal=False, trust_remote_code=False, log_level="error",
+            mem_fraction_static=0.5, grammar_backend="none",
+        )
+        if drafter is not None:
+            args.update(
+                speculative_algorithm="EAGLE3", speculative_draft_model_path=drafter, speculative_num_steps=3,
+                speculative_eagle_topk=1, speculative_num_draft_tokens=4,
+            )
+        engine = engine_cls(**args)
+        record.reload()
+        record.phase("generate")
+        out = engine.generate(input_ids=PROMPT, sampling_params={"max_new_tokens": spec.get("max_tokens", 8), "ignore_eos": True})
+        record.data["tokens"] = len(out.get("output_ids") or []) if isinstance(out, dict) else None
+        record.data["ok"] = True
+        record.phase("done")
+    except BaseException as exc:
+        record.reload()
+        if record.data.get("decided"):
+            return 0 if record.data.get("ok") else 1
+        record.data["failed_in"] = record.data["phase"]
+        record.data["error"] = _error(exc)
+        record.phase("failed")
+        return 1
+    finally:
+        if engine is not None:
+            with contextlib.suppress(Exception):
+                engine.shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("SGLANG_USE_CPU_ENGINE", "1")
+    sys.exit(main())
