@@ -15,6 +15,7 @@ import tempfile
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from eagle3lint import __version__
 from eagle3lint.engine import Engine
@@ -93,8 +94,10 @@ def write_baseline(path: Path, reports: Sequence[tuple[list[Finding], Engine]]) 
     ]
     names = list(dict.fromkeys(engine.name for _, engine in reports))
     which: dict[str, object] = {"engine": names[0]} if len(names) == 1 else {"engines": names}
-    data = {"version": BASELINE_VERSION, "tool": f"eagle3lint {__version__}", **which, "findings": entries}
     target = baseline_target(path)
+    # The trees it was written for: it applies to those only (a fork's baseline is not a release's).
+    trees = [tree_record(engine, target.parent) for _, engine in reports]
+    data = {"version": BASELINE_VERSION, "tool": f"eagle3lint {__version__}", **which, "trees": trees, "findings": entries}
     text = json.dumps(data, indent=2) + "\n"
     try:
         mode = stat.S_IMODE(os.stat(target).st_mode)  # a file replaced keeps its mode
@@ -119,6 +122,70 @@ def write_baseline(path: Path, reports: Sequence[tuple[list[Finding], Engine]]) 
     return sum(len(findings) for findings, _ in reports)
 
 
+def tree_record(engine: Engine, folder: Path) -> dict[str, str]:
+    """Which tree a baseline written in ``folder`` is for: a published release by its name and
+    version; a checkout (or an installed tree) by its package folder, relative to ``folder``
+    when inside it (so the baseline goes with the checkout), else absolute."""
+    from eagle3lint.releases import is_cached_release
+
+    record = {"engine": engine.name, "version": engine.version}
+    if is_cached_release(engine.root):
+        record["release"] = f"{engine.name}=={engine.version}"
+        return record
+    root, base = engine.root.resolve(), folder.resolve()
+    try:
+        record["tree"] = root.relative_to(base).as_posix()
+    except ValueError:
+        record["tree"] = str(root)
+    return record
+
+
+def _describe(record: dict[str, object]) -> str:
+    where = "release" if "release" in record else str(record.get("tree", "?"))
+    return f"{record.get('engine', '?')} {record.get('version', '?')} ({where})"
+
+
+def _around_working_directory(root: Path) -> bool:
+    try:
+        here = Path.cwd().resolve()
+    except OSError:
+        return False
+    tree = root.resolve()
+    return here == tree or here in tree.parents or tree in here.parents
+
+
+def baseline_skipped(path: Path, engine: Engine) -> str | None:
+    """Why the baseline at ``path`` does not apply to ``engine``'s tree; None when it does.
+
+    A baseline applies to the tree it was written for (its ``trees``): the same release, or the
+    same package folder (whatever version that tree is at now: a fork moves on). One written
+    before baselines recorded their tree applies to the working directory's tree only (the
+    checkout standing there or around it), never to a release or an installed engine elsewhere.
+    """
+    from eagle3lint.releases import is_cached_release
+
+    data = _load(path)
+    release = is_cached_release(engine.root)
+    trees = data.get("trees")
+    if not isinstance(trees, list):
+        if not release and _around_working_directory(engine.root):
+            return None
+        return "it records no tree (written by an older eagle3lint) and applies to the working directory's tree only"
+    base = path.resolve().parent
+    for record in trees:
+        if not isinstance(record, dict) or record.get("engine") != engine.name:
+            continue
+        if "release" in record:
+            if release and record.get("version") == engine.version:
+                return None
+        elif isinstance(record.get("tree"), str) and not release:
+            with contextlib.suppress(OSError):
+                if (base / record["tree"]).resolve() == engine.root.resolve():
+                    return None
+    written = ", ".join(_describe(r) for r in trees if isinstance(r, dict)) or "no tree"
+    return f"it was written for {written}"
+
+
 def _umask() -> int:
     current = os.umask(0o022)
     os.umask(current)
@@ -136,13 +203,18 @@ def baseline_bytes(path: Path) -> bytes:
         raise UsageError(f"baseline {path}: {os_problem(exc)}") from exc
 
 
-def read_baseline(path: Path) -> Counter[Key]:
+def _load(path: Path) -> dict[str, object]:
     try:
         data = json.loads(baseline_bytes(path).decode("utf-8"))
     except (ValueError, RecursionError) as exc:  # invalid JSON or UTF-8, or nested past the parser
         raise UsageError(f"baseline {path}: not a readable eagle3lint baseline: {exc or type(exc).__name__}") from exc
     if not isinstance(data, dict) or data.get("version") != BASELINE_VERSION or not isinstance(data.get("findings"), list):
         raise UsageError(f"baseline {path}: not an eagle3lint baseline (version {BASELINE_VERSION})")
+    return data
+
+
+def read_baseline(path: Path) -> Counter[Key]:
+    data: dict[str, Any] = _load(path)
     counts: Counter[Key] = Counter()
     for entry in data["findings"]:
         try:

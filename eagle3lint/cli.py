@@ -231,6 +231,13 @@ def check(
             with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
         )
         say_errors(result.errors)
+        if result.baseline_skipped and reading is not None and not quiet:
+            from eagle3lint.report.paths import engine_label
+
+            click.echo(
+                f"eagle3lint: warning: baseline {line_path(str(reading))} not applied to {engine_label(result.engine)}: {line_text(result.baseline_skipped)}",
+                err=True,
+            )
         if min_severity is not None and write_baseline_file is None:
             result.keep_severity(min_severity)
         results.append((result, scope))
@@ -372,6 +379,10 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
     help="Only the classes with a finding at or above this severity (`--min-severity error`: the broken ones).",
 )
 @click.option("--pre", "prereleases", is_flag=True, help="A range includes pre-releases too.")
+@click.option(
+    "--no-baseline", is_flag=True,
+    help="Accepted as `check` takes it: the matrix never reads a baseline (each row shows every cause and its fix).",
+)
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
 @click.option("-v", "--verbose", is_flag=True, help="Table: the whole reason and every condition on a row of its own, however long.")
 @launch_options
@@ -387,6 +398,7 @@ def models(
     model_names: tuple[str, ...],
     min_severity: str | None,
     prereleases: bool,
+    no_baseline: bool,
     no_cache: bool,
     verbose: bool,
     engine_option: tuple[str, ...],
@@ -396,6 +408,9 @@ def models(
     from eagle3lint.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
+    # A baseline says which findings a commit answers for; the matrix shows every model's
+    # standing, and a baselined finding's fix is still its row's fix.
+    settings.baseline = None
     queries = []
     if releases:  # version parsing loads only where a release is named
         from eagle3lint.release_query import parse_query

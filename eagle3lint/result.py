@@ -35,6 +35,8 @@ class CheckResult:
     suppressed_findings: list[Finding] = field(default_factory=list)
     baselined_findings: list[Finding] = field(default_factory=list)
     baseline: str | None = None
+    # Why the baseline named was not applied to this tree (written for another one); None: it was.
+    baseline_skipped: str | None = None
     # Files ``exclude``/``extend-exclude`` name: neither their findings nor their models are reported.
     excluded: frozenset[str] = frozenset()
     # ``--min-severity``: the least severity reported, and how many findings under it were not.

@@ -105,6 +105,40 @@ def run_check(
     show); the fixes are stored with the result, so a warm run renders no diff either."""
     settings = settings or Settings()
     engine = customize_engine(engine, settings)
+    baseline, settings, skipped = _applicable_baseline(baseline, settings, engine)
+    result = _run_check(engine, scope, select, ignore, workers, settings, extend_select, use_cache, baseline, contract, provider, need_index, with_fixes)
+    result.baseline_skipped = skipped
+    return result
+
+
+def _applicable_baseline(baseline: Path | None, settings: Settings, engine: Engine) -> tuple[Path | None, Settings, str | None]:
+    """The baseline named, unless it was written for another tree: then none, and why."""
+    path = baseline or settings.baseline
+    if path is None:
+        return baseline, settings, None
+    from eagle3lint.baseline import baseline_skipped
+
+    why = baseline_skipped(path, engine)
+    if why is None:
+        return baseline, settings, None
+    return None, dataclasses.replace(settings, baseline=None), why
+
+
+def _run_check(
+    engine: Engine,
+    scope: list[Path],
+    select: list[str] | None,
+    ignore: list[str] | None,
+    workers: int | None,
+    settings: Settings,
+    extend_select: list[str] | None,
+    use_cache: bool,
+    baseline: Path | None,
+    contract: Contract | None,
+    provider: SummaryProvider | None,
+    need_index: bool,
+    with_fixes: bool,
+) -> CheckResult:
     options = engine_options(engine, settings)
     if provider is not None:
         use_cache = False
