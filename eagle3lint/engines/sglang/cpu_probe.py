@@ -285,7 +285,8 @@ def _watch_interface(model: Any, role: str, record: Record) -> None:
             entry["ok"] = True
             if __name == "set_eagle3_layers_to_capture":
                 # What the target took (the ids it was given, or its own default where none were).
-                for holder in (model, getattr(model, "model", None), getattr(model, "language_model", None)):
+                holders = model.modules() if hasattr(model, "modules") else [model]
+                for holder in holders:
                     taken = getattr(holder, "layers_to_capture", None)
                     if isinstance(taken, (list, tuple)):
                         entry["captures"] = [int(x) for x in taken]
