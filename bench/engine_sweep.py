@@ -60,6 +60,7 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
         f"| time per class (both launches where the first fails), median / max | {statistics.median(seconds):.0f} s / {max(seconds):.0f} s | a run at most 60 s |" if seconds else "| time per class | - | |",
         f"| engine set-up (import to engine ready), median | {statistics.median(setup_s):.0f} s | |" if setup_s else "| engine set-up | - | |",
         "",
+        *(["What a run on this engine's CPU build cannot show:", "", *(f"- {_cell(limit)}" for limit in data["limits"]), ""] if data.get("limits") else []),
         "Outcomes: works / crash / silent / refused are verdicts; setup-failed means the launch without",
         "the drafter failed too (the cause is that launch's), timeout that no record came in the limit.",
         "",
@@ -80,7 +81,13 @@ def _engine(data: dict[str, Any]) -> Any:
     from eagle3lint.enginerun.sweep import find_engine
     from eagle3lint.engines import engine_run_for
 
-    return find_engine(engine_run_for(data["engine"]), None)
+    from eagle3lint.errors import UsageError
+
+    spec = engine_run_for(data["engine"])
+    try:  # the environment of the release the sweep ran on, where one is installed per release
+        return find_engine(spec, None, data.get("engine_version"))
+    except UsageError:
+        return find_engine(spec, None)
 
 
 def text_only_names(data: dict[str, Any]) -> frozenset[str]:

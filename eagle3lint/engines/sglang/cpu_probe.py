@@ -190,6 +190,11 @@ def _cpu_fit(config: dict[str, Any]) -> list[str]:
                 level[key] = value
                 notes.append(f"{key}: {value!r} (read without a default; checkpoints carry it)")
     for level in _levels(config):
+        if isinstance(level.get("hidden_activation"), str) and level.get("hidden_act") != level["hidden_activation"]:
+            # Gemma's config class keeps a legacy hidden_act beside the activation it uses; SGLang
+            # wants both to name it (a checkpoint's config does).
+            level["hidden_act"] = level["hidden_activation"]
+            notes.append(f"hidden_act: {level['hidden_act']} (as hidden_activation)")
         if "kv_lora_rank" in level and "n_routed_experts" in level and level.get("moe_layer_freq") is None:
             # DeepSeek's sparse-layer test reads it; transformers' config class has no such field.
             level["moe_layer_freq"] = 1
