@@ -80,7 +80,6 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
 def _engine(data: dict[str, Any]) -> Any:
     from eagle3lint.enginerun.sweep import find_engine
     from eagle3lint.engines import engine_run_for
-
     from eagle3lint.errors import UsageError
 
     spec = engine_run_for(data["engine"])
