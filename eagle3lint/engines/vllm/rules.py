@@ -25,6 +25,7 @@ from eagle3lint.engines.vllm.context import (
     checkpoints_phrase,
     refused_phrase,
 )
+from eagle3lint.engines.vllm.drafter_load import DrafterLoad
 from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
 from eagle3lint.engines.vllm.model_types import Checkpoint
 from eagle3lint.findings import Finding, Related
@@ -721,11 +722,7 @@ class DrafterLoadReadsTarget(VllmRule):
         if load is None:
             return
         engine = ctx.index.engine
-        runner_related = [
-            Related(str(engine.absolute(call.path)), call.line, "the runner loads the drafter here, before its EAGLE-3 check")
-            for call in load.runner_calls
-            if call.before_check
-        ][:1]
+        runner_related = _drafter_load_site(ctx, load)
         for model in _targets(ctx):
             crash = ctx.drafter_crash(model)
             if crash is None:
@@ -760,6 +757,16 @@ class DrafterLoadReadsTarget(VllmRule):
             )
             finding.related = [evidence, *runner_related]
             yield finding
+
+
+def _drafter_load_site(ctx: VllmCheckContext, load: DrafterLoad) -> list[Related]:
+    """Where the runner loads the drafter before its EAGLE-3 check (the first such call)."""
+    engine = ctx.index.engine
+    return [
+        Related(str(engine.absolute(call.path)), call.line, "the runner loads the drafter here, before its EAGLE-3 check")
+        for call in load.runner_calls
+        if call.before_check
+    ][:1]
 
 
 # The image-token copy comes first in the proposer's load_model, before the language model's reads.
@@ -812,11 +819,7 @@ class DrafterLoadReadsConfig(VllmRule):
             return
         engine = ctx.index.engine
         template = ctx.vindex.vpack.drafter_config_message or "'{config}' object has no attribute '{attribute}'"
-        runner_related = [
-            Related(str(engine.absolute(call.path)), call.line, "the runner loads the drafter here, before its EAGLE-3 check")
-            for call in load.runner_calls
-            if call.before_check
-        ][:1]
+        runner_related = _drafter_load_site(ctx, load)
         for model in _targets(ctx):
             crash = ctx.config_crash(model)
             if crash is None:
