@@ -7,7 +7,9 @@ requirement admits, the lowest, which is the one every installation of the engin
 to have at least (``transformers<5,>=4.56.0`` -> 4.56.0). It is downloaded once into the release
 cache (only the files the analysis reads) and what is read from it is kept there as JSON. Where
 the engine states no pin that names a lowest release, the installed library is used, found on
-``sys.path`` as files (never imported). Nothing found is said, never guessed around.
+``sys.path`` as files (never imported). An engine installed in an environment reads the library
+installed beside it, first: that is the one it runs with. Nothing found is said, never guessed
+around.
 """
 
 from __future__ import annotations
@@ -132,6 +134,22 @@ def engine_requirement(engine: Engine, wanted: LibraryWanted) -> tuple[str, str]
     return None
 
 
+def installed_beside(engine: Engine, wanted: LibraryWanted) -> Path | None:
+    """The library installed in the same environment as the engine (its package folder next to
+    the engine's, with its own dist-info there): what an installed engine imports, whatever its
+    pin admits. An unpacked release or a checkout has none."""
+    folder = engine.source_root
+    candidate = folder / wanted.name
+    try:
+        if not (candidate / wanted.marker).is_file():
+            return None
+        if not any(folder.glob(f"{wanted.name}-*.dist-info")):
+            return None
+    except OSError:
+        return None
+    return candidate
+
+
 def installed_library(name: str, marker: str) -> Path | None:
     """The library's package folder on ``sys.path`` (the first holding ``marker``), as files."""
     for entry in sys.path:
@@ -200,6 +218,11 @@ def _tables_prefix() -> bytes:
 def find_library(engine: Engine, wanted: LibraryWanted) -> Library:
     from eagle3lint.releases import fetch_library
 
+    beside = installed_beside(engine, wanted)
+    if beside is not None:
+        found = _installed_version(beside)
+        why = f"{wanted.name} {found}, installed beside {engine.name} ({beside}): the one it runs with"
+        return Library(wanted.name, beside, found, why, None, beside / wanted.marker)
     problem = ""
     pinned = engine_requirement(engine, wanted)
     if pinned is not None:

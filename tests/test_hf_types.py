@@ -237,3 +237,40 @@ def test_a_checkout_pins_through_its_requirement_files(tmp_path: Path, monkeypat
     monkeypatch.setattr(sys, "path", [])
     none = libraries.find_library(engine, wanted)
     assert none.root is None and "offline" in none.origin
+
+
+def test_an_installed_engine_reads_the_library_installed_beside_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine in an environment runs with the transformers of that environment, whatever its
+    pin admits first: that one is read (nothing fetched); a tree without one beside it (an
+    unpacked release, a checkout) keeps the pin's lowest release."""
+    import shutil
+
+    from eagle3lint import libraries
+    from eagle3lint.adapter import LibraryWanted
+    from eagle3lint.engine_finder import discover_engine
+    from eagle3lint.errors import ReleaseFetchError
+
+    fixtures = Path(__file__).resolve().parent.parent / "fixtures"
+    site = tmp_path / "lib" / "site-packages"
+    shutil.copytree(fixtures / "vllm_modern" / "vllm", site / "vllm")
+    shutil.copytree(fixtures / "vllm_allow_list" / "site" / "transformers", site / "transformers")
+    (site / "vllm-0.32.0.dist-info").mkdir()
+    (site / "vllm-0.32.0.dist-info" / "METADATA").write_text("Name: vllm\nVersion: 0.32.0\nRequires-Dist: transformers>=4.56.0\n")
+    asked: list[str] = []
+
+    def refuse(name: str, version: str, wanted: object, announce: object = None) -> Path:
+        asked.append(f"{name}=={version}")
+        raise ReleaseFetchError("offline")
+
+    monkeypatch.setattr("eagle3lint.releases.fetch_library", refuse)
+    monkeypatch.setattr(sys, "path", [])
+    wanted = LibraryWanted("transformers", (), "models/auto/modeling_auto.py")
+    engine = discover_engine([], engine="vllm", engine_root=site / "vllm")
+    # Without its dist-info the folder is not an installed distribution: the pin decides.
+    pinned = libraries.find_library(engine, wanted)
+    assert asked == ["transformers==4.56.0"] and pinned.root is None
+    (site / "transformers-4.99.0.dist-info").mkdir()
+    found = libraries.find_library(engine, wanted)
+    assert asked == ["transformers==4.56.0"]
+    assert found.root == site / "transformers" and found.version == "4.99.0"
+    assert "installed beside vllm" in found.origin

@@ -53,6 +53,7 @@ def to_json(env: EngineEnv, runs: Sequence[ClassRun]) -> dict[str, Any]:
                 "agree": r.agree,
                 "seconds": r.seconds,
                 "setup_seconds": r.setup_seconds,
+                "launch_seconds": r.launch_seconds,
                 "ids": (r.eagle or {}).get("ids"),
                 "aux_states": [p.get("aux_count") for p in (r.eagle or {}).get("passes", [])][:1] or None,
                 "target_class": (r.eagle or {}).get("target_class"),

@@ -46,6 +46,8 @@ class ClassRun:
     seconds: float
     setup_seconds: float | None = None
     notes: list[str] = field(default_factory=list)
+    # Each engine start's wall time (the launch with the drafter, the one without, retries).
+    launch_seconds: list[float] = field(default_factory=list)
 
     @property
     def agree(self) -> bool | None:
@@ -224,20 +226,28 @@ def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, wor
     EAGLE-3's crash (a multimodal id the drafter load copies is never added)."""
     start = time.monotonic()
     added: dict[str, Any] = {}
+    launches: list[float] = []
+
+    def timed(mode: str) -> dict[str, Any] | None:
+        began = time.monotonic()
+        record = probe_once(env, launch, mode, workdir, timeout_s, slot, jobs, added)
+        launches.append(round(time.monotonic() - began, 1))
+        return record
+
     while True:
-        eagle = probe_once(env, launch, "eagle", workdir, timeout_s, slot, jobs, added)
+        eagle = timed("eagle")
         base = None
         first = classify(eagle, None, env.spec.refusals)
         if first.outcome in ("works", "silent", "refused", UNMATCHED) or (eagle or {}).get("failed_in") == "setup":
             break
-        base = probe_once(env, launch, "base", workdir, timeout_s, slot, jobs, added)
+        base = timed("base")
         missing = MISSING_ATTRIBUTE.match(str(((base or {}).get("error") or {}).get("message", "")))
         if launch.model_path is not None or missing is None or missing.group(2) in added or len(added) >= ATTRIBUTE_TRIES:
             break
         added[missing.group(2)] = shrink.guess_missing(missing.group(2))
     outcome = classify(eagle, base, env.spec.refusals)
     timings = (eagle or {}).get("timings") or {}
-    run = ClassRun(launch.architecture, prediction, outcome, eagle, base, round(time.monotonic() - start, 1), timings.get("init"))
+    run = ClassRun(launch.architecture, prediction, outcome, eagle, base, round(time.monotonic() - start, 1), timings.get("init"), launch_seconds=launches)
     if added:
         run.notes.append("config attributes the class default lacks, added: " + ", ".join(f"{k}={v!r}" for k, v in added.items()))
     return run

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from eagle3lint.engines.vllm.drafter_load import ConfigRead, DrafterLoad, TargetRead
 from eagle3lint.engines.vllm.holders import HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
-from eagle3lint.index import ClassRef
+from eagle3lint.index import ClassRef, MemberLookup, Resolved
+from eagle3lint.summary import Construction, final_constructions
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
 # Attributes set other than by ``self.x = ...``: what the index cannot see.
@@ -128,8 +129,9 @@ class DrafterLoadChecker:
         lookup = self.index.lookup(ref, name) if name else None
         if lookup is None or lookup.status != "found" or self._marker_targets(ref):
             return None, "", True
-        if self.holders.is_default(lookup) and not self.holders.marked_attributes(ref):
-            return None, "", True  # the default without a marked child: it searches the children
+        if self.holders.is_default(lookup):
+            found = self._default_language_model(ref, lookup)
+            return (found[0], found[1], True) if found else (None, "", True)
         held, path = self.holders.method_returns(ref, name, lookup)
         if not held or any(not isinstance(h, ClassRef) for h in held):
             return None, "", True
@@ -139,6 +141,89 @@ class DrafterLoadChecker:
         if any(self.index.lookup(c, member).status != "found" for c in classes for member in _VLLM_MODEL_MEMBERS):
             return None, "", True
         return classes, path, True
+
+    def _default_language_model(self, ref: ClassRef, lookup: MemberLookup) -> tuple[list[ClassRef], str] | None:
+        """What the interfaces' default ``get_language_model()`` returns: the common prefix of
+        the children built under the marker where that one module is a vLLM model, else the
+        first child (in the order ``__init__`` builds them) that is one, where the release's
+        default body has that fallback (``.children()``). None where the index cannot tell."""
+        marked = list(dict.fromkeys(self.holders.marked_attributes(ref)))
+        if len(marked) == 1:
+            held = self.index.attribute_classes(ref, marked[0])
+            classes = [h for h in held if isinstance(h, ClassRef)]
+            if not held or len(classes) != len(held):
+                return None
+            state = self._vllm_model(classes)
+            if state == YES:
+                return classes, f"self.{marked[0]}"
+            if state == UNKNOWN:
+                return None
+        if not self._default_searches_children(lookup):
+            return None
+        return self._first_vllm_model_child(ref)
+
+    def _vllm_model(self, classes: list[ClassRef]) -> str:
+        """Whether ``isinstance(module, VllmModel)`` holds for every class (YES), none (NO), or
+        cannot be told: a runtime-checkable protocol, so it asks for the members only."""
+        states = set()
+        for cls in classes:
+            lookups = [self.index.lookup(cls, member).status for member in _VLLM_MODEL_MEMBERS]
+            if all(status == "found" for status in lookups):
+                states.add(YES)
+            elif lookups[0] == "missing" and not self.dynamic(cls):
+                states.add(NO)  # ``forward`` is every torch module's; ``embed_input_ids`` decides
+            else:
+                states.add(UNKNOWN)
+        return states.pop() if len(states) == 1 else UNKNOWN
+
+    def _default_searches_children(self, lookup: MemberLookup) -> bool:
+        fn, owner = lookup.function, lookup.owner
+        module = self.index.module(owner.module) if owner else None
+        lines = self.index.snippets.lines(module.path) if module else None
+        if fn is None or not lines:
+            return False
+        return ".children()" in "".join(lines[fn.lineno - 1 : fn.end_lineno])
+
+    def _first_vllm_model_child(self, ref: ClassRef) -> tuple[list[ClassRef], str] | None:
+        """The first module ``__init__`` assigns that is a vLLM model. Only for a class whose
+        children are all built by one ``__init__`` (the order across a ``super().__init__`` is
+        not modelled); an attribute built by a call the index cannot resolve makes it unknown."""
+        index = self.index
+        mro = index.mro(ref)
+        if mro.unknown_bases or self.dynamic(ref):
+            return None
+        builders = [
+            (current, summary)
+            for current in mro.classes
+            if (summary := index.class_summary(current)) is not None
+            and any(attr.in_init for attr in summary.instance_attrs.values())
+        ]
+        if len(builders) != 1:
+            return None
+        owner, summary = builders[0]
+        for attr in sorted(summary.instance_attrs.values(), key=lambda a: a.lineno):
+            if not attr.in_init or not any(c.call for c in attr.constructions):
+                continue  # a plain value (the config, a size): not a child module
+            held = index.attribute_classes(ref, attr.name)
+            if any(not isinstance(h, ClassRef) for h in held):
+                held = self._built(ref, owner, attr.constructions) or held
+            classes = [h for h in held if isinstance(h, ClassRef)]
+            if not held or len(classes) != len(held):
+                return None
+            state = self._vllm_model(classes)
+            if state == YES:
+                return classes, f"self.{attr.name}"
+            if state == UNKNOWN:
+                return None
+        return None  # no child is one: the default raises NotImplementedError (not this rule's)
+
+    def _built(self, ref: ClassRef, owner: ClassRef, constructions: list[Construction]) -> list[Resolved]:
+        """The classes ``self.x = Name(...)`` builds, resolved whatever the name (the index
+        resolves only names that look like model classes: here a vision tower decides too)."""
+        final = final_constructions(constructions)
+        if any(c.callee.startswith("self.") or c.table or not c.call for c in final):
+            return []
+        return [self.index.resolve_in_init(owner, c.callee, ref) for c in final]
 
     def _marker_targets(self, ref: ClassRef) -> bool:
         """``with self._mark_language_model(..., targets=...)`` or ``_mark_composite_model(...,
