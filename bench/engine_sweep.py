@@ -51,6 +51,7 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
         f"`python bench/engine_sweep.py` ({data['engine']} {data['engine_version']}, {data['runner']}): every target class of the",
         "installed tree launched with a shrunken config, a one-layer EAGLE-3 drafter and dummy weights",
         "(`eagle3lint engine-run --all`), against `eagle3lint models` on the same files.",
+        *_provenance(runs),
         "",
         "| figure | value | goal |",
         "| --- | --- | --- |",
@@ -77,6 +78,20 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
             cause += f" — why: {notes[r['architecture']]}"
         lines.append(f"| {r['architecture']} | {predicted} | {r['outcome']} | {agree_word} | {r['seconds']:.0f} | {_cell(cause)} |")
     return "\n".join(lines) + "\n"
+
+
+def _provenance(runs: list[dict[str, Any]]) -> list[str]:
+    """Rows taken from an earlier sweep's table (its records were not kept) are said to be."""
+    restored = [r for r in runs if r.get("restored_from")]
+    if not restored:
+        return []
+    sources = ", ".join(sorted({str(r["restored_from"]) for r in restored}))
+    rerun = len(runs) - len(restored)
+    return [
+        f"{len(restored)} rows are the engine outcomes {sources} recorded (outcome, cause, seconds; the records",
+        f"themselves were not kept), compared with today's predictions (`--repredict`); {rerun} were run again.",
+        "The time per launch is measured on the runs made again only.",
+    ]
 
 
 def _engine(data: dict[str, Any]) -> Any:

@@ -23,6 +23,9 @@ CLASSES = [
     "BloomForCausalLM",  # the drafter load finds no inner `model`, before the base launch's own failure
     "MiMoForCausalLM",  # its decoder never collects the aux states
     "Idefics3ForConditionalGeneration",  # multimodal: the drafter load reads config.image_token_index (E3L019)
+    # Several children marked as its language model: the default get_language_model() falls back
+    # to the first child that is a vLLM model, a decoder without `.model` (E3L018)
+    "AriaForConditionalGeneration",
 ]
 
 
