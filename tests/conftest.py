@@ -10,8 +10,12 @@ import pytest
 # Tests run against the checkout, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# The release tests use more releases than a user's default cache keeps (8); with the default
-# bound every run would evict some and download them again.
+# The suite keeps its releases in a cache folder of its own, never the user's: the release tests
+# use more releases than a user's cache keeps (16), and with the user's folder every run would
+# evict the user's releases (or the user's would evict the suite's). Its bound is the suite's.
+os.environ.setdefault(
+    "EAGLE3LINT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint-tests" / "cache")
+)
 os.environ.setdefault("EAGLE3LINT_MAX_RELEASES", "24")
 
 from tests import downloads, helpers
