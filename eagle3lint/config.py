@@ -41,6 +41,8 @@ DEFAULT_OUTPUT_FORMAT = "concise"
 SEVERITIES = ("error", "warning", "info")
 DEFAULT_FAIL_ON = "warning"
 CACHE_DIR_NAME = ".eagle3lint_cache"
+# The cache's folder in the user cache folder, for runs that find no settings file.
+USER_CACHE_NAME = "check-cache"
 # A settings file is a few hundred bytes; anything this large is not one.
 MAX_CONFIG_BYTES = 16 * 1024 * 1024
 
@@ -108,8 +110,16 @@ class Settings:
 
     @property
     def cache_folder(self) -> Path:
-        """The cache folder a run uses: ``cache-dir``, else beside the settings file (or here)."""
-        return self.cache_dir or self.root / CACHE_DIR_NAME
+        """The cache folder a run uses: ``cache-dir``, else beside the settings file, else one
+        folder in the user cache (never the working directory: a checkout, a downloaded
+        checkpoint folder or any folder a user runs in would each get one)."""
+        if self.cache_dir:
+            return self.cache_dir
+        if self.path:
+            return self.path.parent / CACHE_DIR_NAME
+        from eagle3lint.releases import cache_root
+
+        return cache_root() / USER_CACHE_NAME
 
     def digest(self) -> str:
         """What in the settings changes analysis results (keys the cache)."""

@@ -55,7 +55,7 @@ def shown_settings(settings: Settings) -> list[ShownSetting]:
         item("unsafe-fixes", settings.unsafe_fixes),
         item("output-format", settings.output_format or DEFAULT_OUTPUT_FORMAT),
         item("baseline", str(settings.baseline) if settings.baseline else None, "every finding is reported"),
-        item("cache-dir", str(settings.cache_folder), "beside the settings file" if settings.path else "in the working directory"),
+        item("cache-dir", str(settings.cache_folder), "beside the settings file" if settings.path else "in the user cache folder"),
         item("fail-on", settings.fail_on, "infos alone exit 0"),
         item("severity", settings.severity, "each rule's own"),
     ]

@@ -17,6 +17,7 @@ from tests.helpers import BASIC_ERRORS, BASIC_FINDINGS, FIXTURES, REPO, run_cli,
 @pytest.fixture()
 def tree(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "sglang_basic", tmp_path / "t")
+    (tmp_path / "t" / "pyproject.toml").write_text("[tool.eagle3lint]\n")  # the cache lies beside it
     return tmp_path / "t"
 
 
@@ -280,7 +281,7 @@ def test_a_cache_secret_inside_the_checkout_is_refused_and_a_forged_entry_never_
     assert done.returncode == 1
     assert "`WrapperAttrForConditionalGeneration` does not delegate" in done.stdout
     assert done.stderr.count("this run does not use the cache") == 1, done.stderr
-    assert "lies inside the working directory" in done.stderr
+    assert "lies inside the project folder ." in done.stderr  # the tree's settings file's folder
     # Inside the engine tree, the PATH and the working directory elsewhere: named as such.
     inner = _env(XDG_CACHE_HOME=str(tree / "sglang" / ".cache"))
     done = run_cli("check", tree / "sglang/srt/models", cwd=tmp_path, env=inner)

@@ -21,6 +21,7 @@ WRAPPER = "sglang/srt/models/wrapper_attr.py"
 @pytest.fixture()
 def tree(tmp_path: Path) -> Path:
     shutil.copytree(FIXTURES / "sglang_basic", tmp_path / "t")
+    (tmp_path / "t" / "pyproject.toml").write_text("[tool.eagle3lint]\n")  # the cache lies beside it
     return tmp_path / "t"
 
 

@@ -119,6 +119,7 @@ def test_a_read_only_cache_does_not_fail_the_run(tmp_path: Path, monkeypatch: py
 def test_a_run_prunes_and_keeps_its_own(tmp_path: Path) -> None:
     tree = tmp_path / "t"
     shutil.copytree(FIXTURES / "sglang_basic", tree)
+    (tree / "pyproject.toml").write_text("[tool.eagle3lint]\n")  # the cache lies beside it
     assert run_cli("check", ".", cwd=tree).returncode == 1
     folder = tree / ".eagle3lint_cache"
     # The tree's namespace and the summaries every tree shares.

@@ -35,6 +35,7 @@ def _shared(cache: Path) -> dict[str, int]:
 def test_a_tree_copied_elsewhere_with_a_model_file_moved_is_summarised_once(tmp_path: Path) -> None:
     first = tmp_path / "a"
     shutil.copytree(FIXTURES / "sglang_basic", first)
+    (tmp_path / "pyproject.toml").write_text("[tool.eagle3lint]\n")  # the cache lies beside it
     code, before = run_json("check", "a", cwd=tmp_path)
     assert code == 1
     stored = _shared(tmp_path / ".eagle3lint_cache")

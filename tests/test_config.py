@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -158,10 +159,17 @@ def test_show_config_text_marks_defaults(project: Path) -> None:
 
 
 def test_show_config_without_a_file_shows_every_default(tmp_path: Path) -> None:
-    done = run_cli("show-config", cwd=tmp_path)
+    user = tmp_path / "user-cache"
+    tmp_path = tmp_path / "work"  # the user cache lies outside the folder the run starts in
+    tmp_path.mkdir()
+    done = run_cli("show-config", cwd=tmp_path, env={**os.environ, "EAGLE3LINT_CACHE_DIR": str(user)})
     assert done.returncode == 0, done.stderr
     body = [line for line in done.stdout.splitlines() if not line.startswith("#")]
     assert body and all("# default" in line for line in body)
-    assert f"cache-dir = {json.dumps(str(tmp_path.resolve() / '.eagle3lint_cache'))}" in done.stdout
+    # No settings file: the cache is one folder in the user cache, never the working directory.
+    assert f"cache-dir = {json.dumps(str(user / 'check-cache'))}" in done.stdout
+    assert "in the user cache folder" in done.stdout
+    assert run_cli("check", str(FIXTURES / "sglang_basic"), cwd=tmp_path, env={**os.environ, "EAGLE3LINT_CACHE_DIR": str(user)}).returncode == 1
+    assert (user / "check-cache" / "CACHEDIR.TAG").is_file() and not (tmp_path / ".eagle3lint_cache").exists()
     select = next(line for line in body if line.startswith("select = "))
     assert "E3L001" in select and "E3L900" not in select.split("#")[0] and "every rule but E3L900" in select
