@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, TextIO
 from eagle3lint.errors import ReleaseFetchError, UsageError
 from eagle3lint.plugins import normalize_name
 from eagle3lint.safe_io import write_atomic
+from eagle3lint.user_cache import cache_root
 
 if TYPE_CHECKING:
     # The network half (pip, HTTP, TLS) loads when something is fetched: a run that finds its
@@ -40,15 +41,6 @@ __all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "rea
 
 _COMPLETE = ".eagle3lint-complete"
 DEFAULT_MAX_RELEASES = 16
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("EAGLE3LINT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "eagle3lint"
 
 
 _WHEEL_METADATA = re.compile(r"^[^/]+\.dist-info/METADATA$")
