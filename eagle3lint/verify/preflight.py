@@ -186,7 +186,12 @@ def _launch_json(launch: Launch, checked: Any) -> dict[str, Any]:
 
 
 def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
-    if not Path(path).exists():
+    try:
+        exists = Path(path).exists()
+    except OSError as exc:  # a name the file system cannot hold (ENAMETOOLONG), a hub id's shape or not
+        result.add(check, PROBLEM, f"{path}: not a usable path ({exc.strerror or exc})", CRASH)
+        return None
+    if not exists:
         result.add(check, SKIPPED, f"{path} is not a local folder (a hub id?): its config is not checked",
                    forced_outcome="unknown", decides=f"a local copy of {path} (download it and give its folder)")
         return None

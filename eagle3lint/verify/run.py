@@ -126,11 +126,23 @@ def check_model_paths(options: VerifyOptions) -> None:
     """A model path that is neither a local folder nor shaped as a hub id is a usage error
     (exit 2), said before any release is read or fetched."""
     for flag, value in (("--model-path", options.model_path), ("--draft-model-path", options.draft_model_path)):
-        if value is None or Path(value).exists():
+        if value is None:
             continue
+        if not value:  # Path("") is the working directory: never read in its place
+            raise UsageError(f"{flag} is empty: give the model's folder (or its hub id, `org/name`)")
+        try:
+            if Path(value).exists():
+                continue
+        except OSError as exc:  # a name longer than the file system holds (ENAMETOOLONG)
+            raise UsageError(f"{flag} {_cut(value)}: not a usable path ({exc.strerror or exc})") from None
         if _HUB_ID.fullmatch(value) and ".." not in value:
             continue
         raise UsageError(f"{flag} {value}: no such folder (nor a hub id, which has the shape `org/name`)")
+
+
+def _cut(value: str, limit: int = 120) -> str:
+    """A path as long as the file system refuses, shown in part (its length said)."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
 
 
 def _validate(options: VerifyOptions) -> None:

@@ -113,7 +113,8 @@ _TYPES: dict[str, type] = {"list": list, "tuple": tuple, "dict": dict, "int": in
 
 def _range(*args: int) -> range:
     result = range(*args)
-    if len(result) > _MAX_ITEMS:
+    # A range of 10**30 items has no ``len`` (an OverflowError): measured without it.
+    if result.stop - result.start > _MAX_ITEMS * abs(result.step):
         raise ValueError("a range too long")
     return result
 
@@ -510,7 +511,7 @@ class Evaluator:
                     raise Unresolved(f"`{_text(node)}`", line)
                 try:
                     return _bounded(_BUILTINS[name](*args, **kwargs), line)
-                except (TypeError, ValueError) as exc:
+                except (TypeError, ValueError, OverflowError) as exc:
                     raise Unresolved(f"`{_text(node)}` ({exc})", line) from None
             if name == "super":
                 return _SUPER

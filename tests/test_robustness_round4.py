@@ -1,0 +1,90 @@
+"""Robustness round 4 (issue 30): each defect's reproducer, reduced to what the test writes.
+
+The accounts are in ``robustness/round4/DEFECTS.md`` (R4-NN). Release runs are marked ``release``;
+the others use the synthetic SGLang tree or files the test writes.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from eagle3lint.verify.pair.evaluate import Evaluator, Unresolved
+from tests.fakes.model_folders import kimi_drafter_config, write_kimi_pair
+from tests.fakes.sglang_tree import write_sglang_tree
+from tests.robust_helpers import assert_clean_exit, run_bounded
+
+
+def run_body(source: str, lenient: bool = False, **env: Any) -> Any:
+    fn = ast.parse(source).body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    return Evaluator(env, lenient=lenient).run(fn.body)
+
+
+def preflight(*args: str | Path, cwd: Path | None = None) -> tuple[int, dict[str, Any]]:
+    done = run_bounded("preflight", *args, "--format", "json", cwd=cwd)
+    assert_clean_exit(done)
+    report: dict[str, Any] = json.loads(done.stdout)
+    assert report["exit_code"] == done.returncode
+    return done.returncode, report
+
+
+def usage_error(*args: str | Path, cwd: Path | None = None) -> str:
+    """The message of a run that must end as a usage error (exit 2, nothing on stdout)."""
+    done = run_bounded(*args, cwd=cwd)
+    assert_clean_exit(done, 2)
+    assert done.stdout == "", done.stdout
+    return done.stderr
+
+
+# ---- R4-01: a drafter num_hidden_layers of 10**30 --------------------------------------------------
+
+
+def test_r4_01_a_range_too_large_for_len_is_unresolved_not_an_overflow() -> None:
+    with pytest.raises(Unresolved, match="too long"):
+        run_body("def f(n):\n    return [i for i in range(n)]\n", n=10**30)
+    assert run_body("def f(n):\n    x = list(range(n))\n    return 1\n", lenient=True, n=10**400) == 1
+
+
+def test_r4_01_drafter_layers_of_10_30_are_a_problem_naming_the_key(tmp_path: Path) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    draft = fixed / "srt" / "models" / "llama_eagle3.py"
+    draft.write_text(draft.read_text().replace(
+        "        self.hot_token_id = None\n",
+        "        self.hot_token_id = None\n        self.layers = [i for i in range(config.num_hidden_layers)]\n",
+    ))
+    target, drafter = write_kimi_pair(tmp_path / "models", drafter={**kimi_drafter_config(), "num_hidden_layers": 10**30})
+    code, report = preflight("--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter)
+    assert code == 1
+    problems = [i["message"] for i in report["items"] if i["status"] == "problem"]
+    assert any("config.json" in m and "num_hidden_layers" in m for m in problems), problems
+
+
+# ---- R4-04 and R4-05: a model path too long for the file system, an empty one -----------------------
+
+
+@pytest.mark.parametrize("command", [("preflight",), ("verify", "--preflight-only")])
+@pytest.mark.parametrize("flag", ["--model-path", "--draft-model-path"])
+def test_r4_04_a_path_the_file_system_cannot_hold_is_a_usage_error(tmp_path: Path, command: tuple[str, ...], flag: str) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target, drafter = write_kimi_pair(tmp_path / "models")
+    paths = {"--model-path": str(target), "--draft-model-path": str(drafter)}
+    for hostile in ("a" * 300, str(tmp_path) + "/b" * 3000):
+        args = [*command, "--engine-root", fixed, *(a for k, v in {**paths, flag: hostile}.items() for a in (k, v))]
+        message = usage_error(*args)
+        assert flag in message and "File name too long" in message, message
+
+
+@pytest.mark.parametrize("command", [("preflight",), ("verify", "--preflight-only")])
+def test_r4_05_an_empty_model_path_is_a_usage_error_not_the_working_directory(tmp_path: Path, command: tuple[str, ...]) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target, drafter = write_kimi_pair(tmp_path / "models")
+    # The working directory is a valid target folder: it must not be read in the empty path's place.
+    message = usage_error(*command, "--engine-root", fixed, "--model-path", "", "--draft-model-path", drafter, cwd=target)
+    assert "--model-path is empty" in message, message
+    message = usage_error(*command, "--engine-root", fixed, "--model-path", target, "--draft-model-path", "", cwd=drafter)
+    assert "--draft-model-path is empty" in message, message
