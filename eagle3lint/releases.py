@@ -17,6 +17,7 @@ analysis reads beside an engine (transformers' model-type tables) are kept the s
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -233,15 +234,42 @@ def _cached_or_fetched(
     """Make sure ``target`` holds the ``wanted`` files of ``name==version``'s wheel, one download
     at a time across processes; whether it was fetched now (a copy in the cache is marked used)."""
     marker = target / _COMPLETE
-    if marker.exists():
-        os.utime(marker)  # LRU bookkeeping
+    if _usable_name(target) and marker.exists():
+        with contextlib.suppress(OSError):  # a read-only cache is still read
+            os.utime(marker)  # LRU bookkeeping
         return False
-    with _download_lock(folder, target.name):
-        if marker.exists():  # fetched by another process while this one waited
-            os.utime(marker)
-            return False
-        announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
-        _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
+    try:
+        with _download_lock(folder, target.name):
+            if marker.exists():  # fetched by another process while this one waited
+                with contextlib.suppress(OSError):
+                    os.utime(marker)
+                return False
+            announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
+            _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
+    except ReleaseFetchError:
+        raise
+    except OSError as exc:  # the cache folder is a file, read-only, full...
+        raise UsageError(
+            f"the release cache {folder} cannot hold {name}=={version}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}; set EAGLE3LINT_CACHE_DIR to a folder you can write"
+        ) from None
+    return True
+
+
+def _usable_name(target: Path) -> bool:
+    """Whether the file system can hold ``target``'s name. A version longer than a file name may
+    be (``0.5.<300 digits>``) is asked of the index, which says it is no release, rather than
+    failing on the cache folder's name."""
+    try:
+        # The lock file's name is the longest the cache makes of it; 255 bytes is the common
+        # limit of a file name (NAME_MAX).
+        if len(os.fsencode(f".{target.name}.lock")) > 255:
+            raise OSError(errno.ENAMETOOLONG, "File name too long")
+        target.exists()
+    except OSError:
+        name, _, version = target.name.rpartition("-")
+        _wheel_link(name, version)  # raises NoSuchRelease where the index does not list it
+        raise ReleaseFetchError(f"{name}=={version}: the version is too long for a folder name in the release cache") from None
     return True
 
 
@@ -260,7 +288,9 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
         if not any(staging.glob(expected)):
             raise ReleaseFetchError(missing)
         (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
-        if target.exists():  # an incomplete copy a killed run left: nobody else uses it
+        if target.is_symlink() or target.is_file():  # not a release a run unpacked: replaced
+            target.unlink()
+        elif target.exists():  # an incomplete copy a killed run left: nobody else uses it
             shutil.rmtree(target)
         os.replace(staging, target)
 
@@ -290,21 +320,29 @@ def cached_release_metadata(root: Path) -> Path | None:
     found = sorted(folder.glob("*.dist-info/METADATA"))
     if found:
         return found[0]
-    with _download_lock(releases, folder.name):
-        found = sorted(folder.glob("*.dist-info/METADATA"))
-        if found:
-            return found[0]
-        failed = folder / ".eagle3lint-no-metadata"
-        if failed.exists() and time.time() - failed.stat().st_mtime < _RETRY_AFTER_S:
-            return None
-        text = _pip_metadata(name, version)
-        if text is None:
-            failed.touch()
-            return None
-        target = folder / f"{name}-{version}.dist-info" / "METADATA"
-        target.parent.mkdir(exist_ok=True)
-        write_atomic(target, text.encode("utf-8"))
-        return target
+    try:
+        with _download_lock(releases, folder.name):
+            return _metadata_locked(folder, name, version)
+    except OSError:  # a read-only cache: the release is read without its requirements
+        return None
+
+
+def _metadata_locked(folder: Path, name: str, version: str) -> Path | None:
+    """The part of :func:`cached_release_metadata` done under the release's lock."""
+    found = sorted(folder.glob("*.dist-info/METADATA"))
+    if found:
+        return found[0]
+    failed = folder / ".eagle3lint-no-metadata"
+    if failed.exists() and time.time() - failed.stat().st_mtime < _RETRY_AFTER_S:
+        return None
+    text = _pip_metadata(name, version)
+    if text is None:
+        failed.touch()
+        return None
+    target = folder / f"{name}-{version}.dist-info" / "METADATA"
+    target.parent.mkdir(exist_ok=True)
+    write_atomic(target, text.encode("utf-8"))
+    return target
 
 
 # A failed look-up (no network) is not repeated on every run.

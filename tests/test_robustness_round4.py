@@ -88,3 +88,71 @@ def test_r4_05_an_empty_model_path_is_a_usage_error_not_the_working_directory(tm
     assert "--model-path is empty" in message, message
     message = usage_error(*command, "--engine-root", fixed, "--model-path", target, "--draft-model-path", "", cwd=drafter)
     assert "--draft-model-path is empty" in message, message
+
+
+# ---- R4-06, R4-07: release strings past Python's int limit and past a file name's length -------------
+
+
+@pytest.mark.parametrize("command", ["check", "models"])
+@pytest.mark.parametrize("release", ["sglang==" + "9" * 5000, "sglang==0.5.9," + "9" * 5000, "sglang>=" + "9" * 5000], ids=["pin", "list", "range"])
+def test_r4_06_a_version_past_the_int_conversion_limit_is_a_usage_error(command: str, release: str) -> None:
+    message = usage_error(command, "--release", release)
+    assert "not a release, a list or a PEP 440 range" in message, message[-300:]
+
+
+@pytest.fixture()
+def fake_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """A private release cache and an index that has ``sglang==9.9.9`` only (the releases it was
+    asked to download are listed)."""
+    from eagle3lint import pip_index, releases, remote_zip
+
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
+    asked: list[str] = []
+
+    def link(name: str, version: str) -> None:
+        if version != "9.9.9":
+            raise pip_index.NoSuchRelease(f"{name}=={version}: no such release on the package index; the latest is 9.9.9")
+
+    def download(name: str, version: str, wanted: Any, staging: Path, progress: object = None) -> remote_zip.Transfer:
+        asked.append(f"{name}=={version}")
+        for rel, text in {"sglang/__init__.py": "", "sglang/srt/models/llama.py": "class LlamaForCausalLM:\n    pass\n"}.items():
+            (staging / rel).parent.mkdir(parents=True, exist_ok=True)
+            (staging / rel).write_text(text)
+        return remote_zip.Transfer()
+
+    monkeypatch.setattr(releases, "_wheel_link", link)
+    monkeypatch.setattr(releases, "read_wheel_files", download)
+    return asked
+
+
+def test_r4_07_a_version_too_long_for_a_folder_name_is_asked_of_the_index(fake_index: list[str]) -> None:
+    from eagle3lint.pip_index import NoSuchRelease
+    from eagle3lint.releases import fetch_release
+
+    with pytest.raises(NoSuchRelease, match="no such release on the package index"):
+        fetch_release("sglang==0.5." + "1" * 300)
+    assert fake_index == []
+
+
+# ---- R4-12: the release cache folder is a file, or an entry in it is ----------------------------------
+
+
+def test_r4_12_a_cache_folder_that_is_a_file_is_a_usage_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagle3lint.errors import UsageError
+    from eagle3lint.releases import fetch_release
+
+    blocker = tmp_path / "cache"
+    blocker.write_text("not a folder\n")
+    monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(blocker))
+    with pytest.raises(UsageError, match=r"release cache .*cache/releases cannot hold sglang==9\.9\.9: Not a directory"):
+        fetch_release("sglang==9.9.9")
+
+
+def test_r4_12_a_release_entry_that_is_a_file_is_replaced(fake_index: list[str], tmp_path: Path) -> None:
+    from eagle3lint.releases import fetch_release
+
+    entry = tmp_path / "cache" / "releases" / "sglang-9.9.9"
+    entry.parent.mkdir(parents=True)
+    entry.write_text("x\n")
+    root = fetch_release("sglang==9.9.9", announce=lambda line: None)
+    assert (root / "srt" / "models" / "llama.py").is_file() and fake_index == ["sglang==9.9.9"]
