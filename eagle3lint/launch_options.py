@@ -123,8 +123,8 @@ def _normal(spec: OptionSpec, value: str, written: str = "") -> str:
             return lowered
         raise UsageError(f"--engine-option {written or spec.name!r}: {spec.name} is one of {', '.join(spec.values)}")
     if spec.kind == "size":
-        if lowered.isdigit() and len(lowered) < 6:
-            return "on" if int(lowered) > 1 else "off"
+        if lowered.isascii() and lowered.isdigit():  # any size, read without int() (no digit limit)
+            return "on" if lowered.lstrip("0") not in ("", "1") else "off"
         if lowered in _ON:
             return "on"
         if lowered in _OFF:

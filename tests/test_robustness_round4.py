@@ -156,3 +156,35 @@ def test_r4_12_a_release_entry_that_is_a_file_is_replaced(fake_index: list[str],
     entry.write_text("x\n")
     root = fetch_release("sglang==9.9.9", announce=lambda line: None)
     assert (root / "srt" / "models" / "llama.py").is_file() and fake_index == ["sglang==9.9.9"]
+
+
+# ---- R4-08, R4-09: launch sizes -----------------------------------------------------------------------
+
+
+def test_r4_08_a_pp_of_any_size_is_judged_as_pp_on() -> None:
+    from eagle3lint.launch_options import parse_options
+    from eagle3lint.rulepack import load_pack
+
+    specs = load_pack("sglang").options
+    for size in ("999999", "9" * 5000, "0002"):
+        assert parse_options([f"pp={size}"], specs, engine="sglang").values["pp"] == "on"
+    assert parse_options(["pp=0001"], specs, engine="sglang").values["pp"] == "off"
+
+
+def test_r4_08_preflight_pp_999999_is_not_an_option_the_user_did_not_give(tmp_path: Path) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target, drafter = write_kimi_pair(tmp_path / "models")
+    done = run_bounded("preflight", "--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter, "--pp", "999999", "--format", "json")
+    assert_clean_exit(done)
+    assert "--engine-option" not in done.stderr, done.stderr
+    assert json.loads(done.stdout)["launch"]["pp"] == 999999
+
+
+@pytest.mark.parametrize("command", [("verify", "--preflight-only"), ("fix",)])
+@pytest.mark.parametrize("tp", ["0", "-1"])
+def test_r4_09_verify_and_fix_take_a_tp_of_at_least_1(tmp_path: Path, command: tuple[str, ...], tp: str) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target, drafter = write_kimi_pair(tmp_path / "models")
+    done = run_bounded(*command, "--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter, f"--tp={tp}")
+    assert_clean_exit(done, 2)
+    assert f"Invalid value for '--tp': {tp} is not in the range x>=1" in done.stderr, done.stderr
