@@ -188,3 +188,22 @@ def test_r4_09_verify_and_fix_take_a_tp_of_at_least_1(tmp_path: Path, command: t
     done = run_bounded(*command, "--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter, f"--tp={tp}")
     assert_clean_exit(done, 2)
     assert f"Invalid value for '--tp': {tp} is not in the range x>=1" in done.stderr, done.stderr
+
+
+# ---- R4-02: a target naming no class -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("architectures", [None, []], ids=["missing", "empty"])
+def test_r4_02_a_target_without_architectures_is_not_works(tmp_path: Path, architectures: list[str] | None) -> None:
+    from tests.fakes.model_folders import kimi_target_config
+
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    config = kimi_target_config()
+    config.pop("architectures")
+    if architectures is not None:
+        config["architectures"] = architectures
+    target, drafter = write_kimi_pair(tmp_path / "models", target=config)
+    code, report = preflight("--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter)
+    assert (code, report["outcome"]) == (1, "crash"), report["reason"]
+    (item,) = [i for i in report["items"] if i["check"] == "target-class"]
+    assert item["status"] == "problem" and "architectures" in item["message"] and "config.json" in item["message"]

@@ -217,6 +217,19 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
     return config
 
 
+def _no_target_class(result: PreflightResult, engine: Engine, target: ModelConfig) -> None:
+    """A target config.json naming no class (``architectures`` missing or ``[]``): both engines
+    pick the model class from that list (vLLM: "No model architectures are specified"), so the
+    server cannot load the target whatever the drafter is."""
+    said = "has no `architectures`" if "architectures" not in target.raw else "has `architectures`: []"
+    result.add(
+        "target-class", PROBLEM,
+        f"{Path(target.path) / 'config.json'} {said}: {engine.name} {engine.version} chooses the target's model class "
+        "from that list and cannot load the target (the class and its layer map are not checked)",
+        CRASH,
+    )
+
+
 # What a model's outcome means for the launch (the item's impact).
 _OUTCOME_IMPACT = {"crash": CRASH, "silent": ACCEPTANCE, "refused": REFUSED}
 
@@ -234,6 +247,8 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
         server_for(engine.name).preflight(result, engine, checked.contract, target)
+    if target is not None and target.raw.get("architectures") in (None, []):
+        _no_target_class(result, engine, target)
     if target is None or target.architecture is None:
         return checked
     arch = target.architecture
