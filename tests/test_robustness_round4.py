@@ -207,3 +207,35 @@ def test_r4_02_a_target_without_architectures_is_not_works(tmp_path: Path, archi
     assert (code, report["outcome"]) == (1, "crash"), report["reason"]
     (item,) = [i for i in report["items"] if i["check"] == "target-class"]
     assert item["status"] == "problem" and "architectures" in item["message"] and "config.json" in item["message"]
+
+
+# ---- R4-11: an option variable the engine cannot read --------------------------------------------------
+
+
+def test_r4_11_the_runner_variable_is_read_as_vllm_reads_it() -> None:
+    from eagle3lint.launch_options import options_from_environment, unreadable_environment
+    from eagle3lint.rulepack import load_pack
+
+    specs = load_pack("vllm").options
+    for value, runner in (("1", "v2"), ("0", "v1"), ("2", "v2"), (" 0 ", "v1")):
+        assert options_from_environment(specs, {"VLLM_USE_V2_MODEL_RUNNER": value}) == [f"runner={runner}"]
+        assert unreadable_environment(specs, {"VLLM_USE_V2_MODEL_RUNNER": value}) == []
+    for value in ("garbage", "true", "yes", ""):
+        assert unreadable_environment(specs, {"VLLM_USE_V2_MODEL_RUNNER": value}) == [("VLLM_USE_V2_MODEL_RUNNER", value)]
+
+
+def test_r4_11_preflight_with_an_unreadable_runner_variable_is_a_crash(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.robust_helpers import TIMEOUT_S, cli_env
+
+    target, drafter = write_kimi_pair(tmp_path / "models")
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "preflight", "--engine", "vllm", "--model-path", str(target),
+         "--draft-model-path", str(drafter), "--format", "json"],
+        capture_output=True, text=True, cwd=tmp_path, env=cli_env(VLLM_USE_V2_MODEL_RUNNER="garbage"), timeout=TIMEOUT_S,
+    )
+    assert_clean_exit(done, 1)
+    report = json.loads(done.stdout)
+    assert report["outcome"] == "crash" and "VLLM_USE_V2_MODEL_RUNNER='garbage'" in report["reason"], report["reason"]
