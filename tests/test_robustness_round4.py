@@ -239,3 +239,90 @@ def test_r4_11_preflight_with_an_unreadable_runner_variable_is_a_crash(tmp_path:
     assert_clean_exit(done, 1)
     report = json.loads(done.stdout)
     assert report["outcome"] == "crash" and "VLLM_USE_V2_MODEL_RUNNER='garbage'" in report["reason"], report["reason"]
+
+
+# ---- R4-14: drafter values the draft class cannot be built with -------------------------------------
+
+
+def _with_draft_init(fixed: Path, lines: str) -> None:
+    """Adds ``lines`` (indented for ``__init__``) to the synthetic draft class's constructor."""
+    draft = fixed / "srt" / "models" / "llama_eagle3.py"
+    draft.write_text(draft.read_text().replace("        self.hot_token_id = None\n", "        self.hot_token_id = None\n" + lines))
+
+
+@pytest.mark.parametrize(("value", "error"), [(0, "ZeroDivisionError"), ("x", "TypeError"), ({"a": 1}, "TypeError"), (None, "TypeError")])
+def test_r4_14_an_operation_the_constructor_cannot_do_is_a_draft_class_crash(tmp_path: Path, value: Any, error: str) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    _with_draft_init(fixed, "        self.group_size = config.hidden_size // config.fc_groups\n")
+    target, drafter = write_kimi_pair(tmp_path / "models", drafter={**kimi_drafter_config(), "fc_groups": value})
+    code, report = preflight("--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter)
+    assert (code, report["outcome"]) == (1, "crash"), report["reason"]
+    (item,) = [i for i in report["items"] if i["check"] == "draft-class"]
+    assert item["status"] == "problem" and error in item["message"] and "llama_eagle3.py:" in item["message"], item["message"]
+
+
+def test_r4_14_a_base_constructors_checks_are_run_too(tmp_path: Path) -> None:
+    """``super().__init__`` is the same object's construction: the checks of the attention a base
+    builds stay within the evaluator's depth."""
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    draft = fixed / "srt" / "models" / "llama_eagle3.py"
+    draft.write_text(draft.read_text().replace("class LlamaForCausalLMEagle3(nn.Module):", '''
+class Attention(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.head_dim = config.hidden_size // config.fc_groups
+
+
+class Layer(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.attn = Attention(config)
+
+
+class BaseLayer(Layer):
+    def __init__(self, config):
+        super().__init__(config)
+
+
+class Model(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.layer = BaseLayer(config)
+
+
+class LlamaForCausalLMEagle3(nn.Module):'''))
+    _with_draft_init(fixed, "        self.model = Model(config)\n")
+    target, drafter = write_kimi_pair(tmp_path / "models", drafter={**kimi_drafter_config(), "fc_groups": 0})
+    code, report = preflight("--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter)
+    assert (code, report["outcome"]) == (1, "crash"), report["reason"]
+
+
+@pytest.mark.parametrize("key", ["num_attention_heads", "num_key_value_heads", "intermediate_size", "head_dim", "rms_norm_eps", "rope_theta", "rope_scaling"])
+def test_r4_14_hostile_drafter_values_are_a_problem_naming_the_key(tmp_path: Path, key: str) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    hostile: dict[str, list[Any]] = {
+        "rope_scaling": ["x", [1]], "rms_norm_eps": [{"a": 1}, float("nan")], "rope_theta": ["x", -1],
+        "num_attention_heads": [0, 10**30], "num_key_value_heads": [{"a": 1}, None],
+    }
+    for number, value in enumerate(hostile.get(key, [-1, [1]])):
+        target, drafter = write_kimi_pair(tmp_path / f"models{number}", drafter={**kimi_drafter_config(), key: value})
+        code, report = preflight("--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter)
+        problems = [i["message"] for i in report["items"] if i["check"] == "drafter-config" and i["status"] == "problem"]
+        assert code == 1 and any(f"`{key}`" in m and "config.json" in m for m in problems), (value, report["reason"])
+
+
+# ---- R4-03: an invalid value under the key the release's runner reads ----------------------------------
+
+
+@pytest.mark.release
+def test_r4_03_the_value_the_runner_reads_is_validated_wherever_it_is(tmp_path: Path) -> None:
+    from tests.helpers import release_root
+    from tests.pair_helpers import eagle_ids, write_pair
+
+    release_root("vllm==0.33.0")
+    # SpecForge's ids, valid, and beside them the top-level key vLLM's runner reads, garbage.
+    target, drafter = write_pair(tmp_path, "llama", drafter={**eagle_ids([1, 15, 28]), "eagle_aux_hidden_state_layer_ids": [10**30]})
+    code, report = preflight("--release", "vllm==0.33.0", "--model-path", target, "--draft-model-path", drafter)
+    assert (code, report["outcome"]) == (1, "crash"), report["reason"]
+    (item,) = [i for i in report["items"] if i["check"] == "layer-ids"]
+    assert item["status"] == "problem" and "`eagle_aux_hidden_state_layer_ids` is [a 31-digit integer]" in item["message"], item["message"]

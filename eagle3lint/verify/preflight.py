@@ -29,6 +29,7 @@ from eagle3lint.verify.configs import (
     ConfigError,
     ModelConfig,
     PreflightResult,
+    drafter_value_problems,
     read_model_config,
 )
 from eagle3lint.verify.knowledge import EngineKnowledge
@@ -203,8 +204,9 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
     except ConfigError as exc:
         result.add(check, PROBLEM, str(exc), CRASH)
         return None
-    if config.invalid:
-        for problem in config.invalid:
+    invalid = [*config.invalid, *(drafter_value_problems(config.raw) if check == "drafter-config" else ())]
+    if invalid:
+        for problem in invalid:
             result.add(check, PROBLEM, f"{Path(path) / 'config.json'}: {problem}", CRASH)
         return config
     where = f" (sizes from {config.sizes_from})" if config.sizes_from else ""

@@ -28,6 +28,8 @@ def check_draft_class(ctx: PairContext, result: PreflightResult) -> DraftInit | 
         source = {"kind": "release", "where": ctx.rel(guard.path), "line": guard.line, "what": guard.message}
         if guard.kind == "raise":
             result.add(CHECK, PROBLEM, f"{name} refuses this drafter while it is built: {guard.message!r} ({ctx.rel(guard.path)}:{guard.line})", REFUSED, evidence=[source])
+        elif guard.kind == "error":
+            result.add(CHECK, PROBLEM, f"{name} cannot be built for this drafter's config: {guard.message} ({ctx.rel(guard.path)}:{guard.line})", CRASH, evidence=[source])
         else:
             result.add(CHECK, PROBLEM, f"{name} fails an assertion while it is built: `{guard.message}` ({ctx.rel(guard.path)}:{guard.line})", CRASH, evidence=[source])
     if certain:

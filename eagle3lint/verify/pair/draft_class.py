@@ -36,7 +36,7 @@ class Guard:
     path: str
     line: int
     certain: bool  # reached on every path the evaluation could decide
-    kind: str  # "raise" | "assert"
+    kind: str  # "raise" | "assert" | "error" (an operation Python refuses: ``4096 // 0``)
 
 
 @dataclass
@@ -114,6 +114,13 @@ class _InitRun(Evaluator):
             end_body()
         raise _Stop
 
+    def failed_operation(self, error: str, node: ast.AST) -> None:
+        # The constructor raises here for this config: the build fails (as an assertion does).
+        self.shared.result.guards.append(Guard(error, self.method.path, getattr(node, "lineno", 0), self.uncertain == 0, "error"))
+        if self.uncertain:
+            end_body()
+        raise _Stop
+
     def call_function(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
         return self._construct(name, args, kwargs, node)
 
@@ -127,7 +134,9 @@ class _InitRun(Evaluator):
             return OPAQUE
         method = self.shared.code.next_method(self.instance.cls, self.method.owner, "__init__")
         if method is not None:
-            self._enter(method, self.instance, args, kwargs, node)
+            # The same object's construction, one base further: no deeper than the caller (the
+            # attention a base's __init__ builds, and its checks, stay within reach).
+            self._enter(method, self.instance, args, kwargs, node, self.depth)
         return None
 
     def _construct(self, dotted: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
@@ -144,11 +153,12 @@ class _InitRun(Evaluator):
                 return instance
         return _Built(dotted.rsplit(".", 1)[-1], args, kwargs)
 
-    def _enter(self, method: Method, instance: _Instance, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> None:
-        if self.depth >= _MAX_DEPTH:
+    def _enter(self, method: Method, instance: _Instance, args: list[Any], kwargs: dict[str, Any], node: ast.AST, depth: int | None = None) -> None:
+        depth = self.depth + 1 if depth is None else depth
+        if depth > _MAX_DEPTH:
             return
         env = bind(method.node, args, kwargs)
-        run = _InitRun(self.shared, method, instance, env, self.depth + 1)
+        run = _InitRun(self.shared, method, instance, env, depth)
         run.uncertain = self.uncertain
         run.run(method.node.body)
 

@@ -107,6 +107,36 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))
 
 
+# What a JSON config holds and Python's own operators judge: anything else (an engine object,
+# an unknown value) may define its own operators.
+_PLAIN = (type(None), bool, int, float, str, list, tuple, dict)
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, _PLAIN)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _refused_operands(op: ast.operator, left: Any, right: Any) -> str:
+    """Why Python refuses ``left op right`` (a TypeError) for plain values the evaluation did not
+    compute; "" where it would not refuse them, or the evaluation cannot say."""
+    if not (_plain(left) and _plain(right)) or (_is_number(left) and _is_number(right)):
+        return ""
+    if isinstance(op, ast.Mod) and isinstance(left, str):
+        return ""  # string formatting
+    sequences = (str, list, tuple)
+    if isinstance(op, ast.Add) and isinstance(left, sequences) and type(left) is type(right):
+        return ""
+    if isinstance(op, ast.Mult) and ((isinstance(left, sequences) and isinstance(right, int)) or (isinstance(right, sequences) and isinstance(left, int))):
+        return ""
+    if not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Div)):
+        return ""
+    return f"unsupported operand types {_kind(left)} and {_kind(right)}"
+
+
 # What ``isinstance`` may test a value against.
 _TYPES: dict[str, type] = {"list": list, "tuple": tuple, "dict": dict, "int": int, "str": str, "bool": bool, "float": float}
 
@@ -181,6 +211,12 @@ class Evaluator:
 
     def reached_raise(self, node: ast.Raise) -> None:
         raise _Return(None)
+
+    def failed_operation(self, error: str, node: ast.AST) -> None:
+        """An operation on values the evaluation knows that Python refuses (``4096 // 0``, ``4096
+        // "x"``): here only what stops the evaluation; a subclass that runs a constructor on a
+        config reports it as the crash it is."""
+        raise Unresolved(error, getattr(node, "lineno", 0))
 
     def failed_assert(self, node: ast.Assert) -> None:
         raise _Return(None)
@@ -406,6 +442,7 @@ class Evaluator:
         line = getattr(node, "lineno", 0)
         if _is_number(left) and _is_number(right):
             if isinstance(op, (ast.FloorDiv, ast.Mod, ast.Div)) and right == 0:
+                self.failed_operation(f"ZeroDivisionError: `{_text(node)}` divides by zero", node)
                 raise Unresolved("a division by zero", line)
             operations = {ast.Add: lambda: left + right, ast.Sub: lambda: left - right, ast.Mult: lambda: left * right,
                           ast.FloorDiv: lambda: left // right, ast.Mod: lambda: left % right, ast.Div: lambda: left / right}
@@ -418,6 +455,9 @@ class Evaluator:
             return left + right
         if isinstance(op, ast.Mult) and isinstance(left, list) and isinstance(right, int) and 0 <= right * len(left) <= _MAX_ITEMS:
             return left * right
+        refused = _refused_operands(op, left, right)
+        if refused:
+            self.failed_operation(f"TypeError: `{_text(node)}`: {refused}", node)
         raise Unresolved(f"`{_text(node)}`", line)
 
     def _compare(self, node: ast.Compare) -> bool:
@@ -429,7 +469,12 @@ class Evaluator:
             if isinstance(op, (ast.Is, ast.IsNot)) and (left is OPAQUE or right is OPAQUE):
                 ok = isinstance(op, ast.IsNot)  # an unknown object is never None
             else:
-                ok = _compare(op, left, right, node)
+                try:
+                    ok = _compare(op, left, right, node)
+                except Unresolved:
+                    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and _plain(left) and _plain(right):
+                        self.failed_operation(f"TypeError: `{_text(node)}` orders {_kind(left)} against {_kind(right)}", node)
+                    raise
             if not ok:
                 return False
             left = right
