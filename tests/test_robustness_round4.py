@@ -326,3 +326,26 @@ def test_r4_03_the_value_the_runner_reads_is_validated_wherever_it_is(tmp_path: 
     assert (code, report["outcome"]) == (1, "crash"), report["reason"]
     (item,) = [i for i in report["items"] if i["check"] == "layer-ids"]
     assert item["status"] == "problem" and "`eagle_aux_hidden_state_layer_ids` is [a 31-digit integer]" in item["message"], item["message"]
+
+
+# ---- R4-19: architecture names in Markdown are literal text -------------------------------------------
+
+
+def test_r4_19_markdown_writes_architecture_names_as_literal_text(tmp_path: Path) -> None:
+    import shutil
+
+    from tests.helpers import FIXTURES, run_cli
+
+    tree = tmp_path / "vllm_modern"
+    shutil.copytree(FIXTURES / "vllm_modern", tree)
+    registry = tree / "vllm" / "model_executor" / "models" / "registry.py"
+    hostile = "Evil2*bold*[click me](https://example.invalid/x)`code`_u_"
+    registry.write_text(registry.read_text().replace(
+        '    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n',
+        f'    "LlamaForCausalLM": ("llama", "LlamaForCausalLM"),\n    "{hostile}": ("llama", "LlamaForCausalLM"),\n',
+    ))
+    done = run_cli("models", tree / "vllm", "--format", "markdown")
+    assert done.returncode == 0, done.stderr
+    (row,) = [line for line in done.stdout.splitlines() if line.startswith("| `LlamaForCausalLM`")]
+    assert r"Evil2\*bold\*\[click me\]\(https://example.invalid/x\)\`code\`\_u\_" in row, row
+    assert "[click me](" not in row and "*bold*" not in row
