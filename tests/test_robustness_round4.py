@@ -349,3 +349,28 @@ def test_r4_19_markdown_writes_architecture_names_as_literal_text(tmp_path: Path
     (row,) = [line for line in done.stdout.splitlines() if line.startswith("| `LlamaForCausalLM`")]
     assert r"Evil2\*bold\*\[click me\]\(https://example.invalid/x\)\`code\`\_u\_" in row, row
     assert "[click me](" not in row and "*bold*" not in row
+
+
+# ---- R4-10: a killed fix's temporary file, in a folder the rerun has nothing left to write in ----------
+
+
+def test_r4_10_fix_apply_removes_stale_temp_files_of_the_folders_it_reads(tmp_path: Path) -> None:
+    import os
+    import time
+
+    from eagle3lint.fix.write import STALE_AFTER_S
+    from tests.fix_helpers import MODELS, copy_before
+
+    root = copy_before("fix_wrapper", tmp_path)
+    models = root / MODELS
+    first = run_bounded("fix", "--apply", "--no-cache", models, cwd=root)
+    assert_clean_exit(first, 0, 1)
+    # What a run killed after its last rename leaves: the whole new text, beside a fixed file.
+    stale = models / ".vl_wrapper.py.2p5row4w.eagle3lint-tmp"
+    stale.write_text("the new text")
+    then = time.time() - 3 * STALE_AFTER_S
+    os.utime(stale, (then, then))
+    again = run_bounded("fix", "--apply", "--no-cache", models, cwd=root)
+    assert_clean_exit(again, 0, 1)
+    assert not stale.exists(), again.stderr
+    assert ".vl_wrapper.py.2p5row4w.eagle3lint-tmp: removed" in again.stderr

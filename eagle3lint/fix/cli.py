@@ -172,8 +172,12 @@ def fix(
     if apply_fixes:
         from eagle3lint.fix.write import remove_stale_temp_files, write_target
 
-        # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written.
+        # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written,
+        # and in those of the files this run read: a killed run may have written everything
+        # else, leaving this one nothing to write there.
         folders = {os.path.dirname(os.path.abspath(write_target(p))) for p in outcome.changes}
+        if not release:  # a release's files are the cache's, never written by fix
+            folders |= {os.path.dirname(os.path.abspath(m.path)) for m in result.models}
         for stale in remove_stale_temp_files(folders):
             click.echo(f"{line_path(stale)}: removed (a temporary file an interrupted fix left)", err=True)
         problems = write_changes(outcome)
