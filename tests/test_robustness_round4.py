@@ -374,3 +374,32 @@ def test_r4_10_fix_apply_removes_stale_temp_files_of_the_folders_it_reads(tmp_pa
     assert_clean_exit(again, 0, 1)
     assert not stale.exists(), again.stderr
     assert ".vl_wrapper.py.2p5row4w.eagle3lint-tmp: removed" in again.stderr
+
+
+# ---- R4-20: a symbolic link leading outside the given PATHs --------------------------------------------
+
+
+def test_r4_20_fix_apply_does_not_write_through_a_link_out_of_the_given_paths(tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from tests.helpers import FIXTURES
+
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "sglang_basic", tree)
+    models = tree / "sglang" / "srt" / "models"
+    outside = tmp_path / "elsewhere" / "wrapper_attr.py"
+    outside.parent.mkdir()
+    shutil.move(models / "wrapper_attr.py", outside)
+    (models / "wrapper_attr.py").symlink_to(outside)
+    before = outside.read_text()
+    done = run_bounded("fix", "--apply", "--no-cache", models, cwd=tree)
+    assert_clean_exit(done, 2)
+    assert outside.read_text() == before and (models / "wrapper_attr.py").is_symlink()
+    assert "wrapper_attr.py: not written: a symbolic link to " in done.stderr and str(outside) in done.stderr, done.stderr
+    assert "outside the given paths" in done.stderr
+    # The rest of the tree is fixed; the link's target only with the option that says so.
+    assert "Fixed" in done.stderr
+    written = run_bounded("fix", "--apply", "--no-cache", "--write-through-links", models, cwd=tree)
+    assert_clean_exit(written, 0, 1)
+    assert outside.read_text() != before and os.path.islink(models / "wrapper_attr.py")
