@@ -403,3 +403,17 @@ def test_r4_20_fix_apply_does_not_write_through_a_link_out_of_the_given_paths(tm
     written = run_bounded("fix", "--apply", "--no-cache", "--write-through-links", models, cwd=tree)
     assert_clean_exit(written, 0, 1)
     assert outside.read_text() != before and os.path.islink(models / "wrapper_attr.py")
+
+
+# ---- R4-18: the pre-flight writes nothing into the working directory -----------------------------------
+
+
+@pytest.mark.parametrize("command", [("preflight",), ("verify", "--preflight-only")])
+def test_r4_18_preflight_in_a_checkpoint_folder_writes_nothing_there(tmp_path: Path, command: tuple[str, ...]) -> None:
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    target, drafter = write_kimi_pair(tmp_path / "models")
+    before = sorted(p.name for p in drafter.iterdir())
+    done = run_bounded(*command, "--engine-root", fixed, "--model-path", target, "--draft-model-path", ".", cwd=drafter)
+    assert_clean_exit(done, 0, 1)
+    assert sorted(p.name for p in drafter.iterdir()) == before
+    assert not list(tmp_path.rglob(".eagle3lint_cache"))

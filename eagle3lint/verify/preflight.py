@@ -243,8 +243,10 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
 
     settings = Settings()
     settings.engine_options = tuple(engine_options)
-    # The pair checks read the release's code through the project index: a full run.
-    checked = run_check(engine, scope=[engine.root], settings=settings, need_index=True)
+    # The pair checks read the release's code through the project index: a full run, uncached
+    # (docs/verify.md): the working directory may be the downloaded checkpoint folder, which a
+    # pre-flight never writes in.
+    checked = run_check(engine, scope=[engine.root], settings=settings, need_index=True, use_cache=False)
     models = checked.models
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
