@@ -40,6 +40,9 @@ if TYPE_CHECKING:
 __all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "read_wheel_files"]
 
 _COMPLETE = ".eagle3lint-complete"
+# Every file unpacked, with its size: a cached entry whose files no longer match (a folder
+# deleted, a file truncated) is fetched again rather than analysed as it is.
+_MANIFEST = ".eagle3lint-manifest"
 DEFAULT_MAX_RELEASES = 16
 
 
@@ -234,17 +237,19 @@ def _cached_or_fetched(
     """Make sure ``target`` holds the ``wanted`` files of ``name==version``'s wheel, one download
     at a time across processes; whether it was fetched now (a copy in the cache is marked used)."""
     marker = target / _COMPLETE
-    if _usable_name(target) and marker.exists():
+    if _usable_name(target) and _intact(target, name, version) is None:
         with contextlib.suppress(OSError):  # a read-only cache is still read
             os.utime(marker)  # LRU bookkeeping
         return False
     try:
         with _download_lock(folder, target.name):
-            if marker.exists():  # fetched by another process while this one waited
+            damage = _intact(target, name, version)
+            if damage is None:  # fetched by another process while this one waited
                 with contextlib.suppress(OSError):
                     os.utime(marker)
                 return False
-            announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
+            again = f" again (the cached copy {damage})" if marker.exists() else ""
+            announce(f"eagle3lint: fetching {name}=={version} source into {target}{again} ...")
             _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
     except ReleaseFetchError:
         raise
@@ -254,6 +259,37 @@ def _cached_or_fetched(
             f"{f' ({exc.filename})' if exc.filename else ''}; set EAGLE3LINT_CACHE_DIR to a folder you can write"
         ) from None
     return True
+
+
+def _intact(target: Path, name: str, version: str) -> str | None:
+    """Why the cached entry ``target`` cannot be used as it is (None: it can): not complete, a
+    completion marker that names another release, or files that do not match what was unpacked.
+    An entry unpacked before the cache kept a manifest is checked for its package folder only."""
+    try:
+        marker = (target / _COMPLETE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "is incomplete"
+    if marker.partition("\n")[0].strip() != f"{name}=={version}":
+        return "has a completion marker naming another release"
+    try:
+        listed = (target / _MANIFEST).read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return None if (target / name).is_dir() else f"has no {name}/ folder"
+    except OSError:
+        return "has an unreadable manifest"
+    for line in listed:
+        size, _, rel = line.partition("\t")
+        try:
+            if not size.isdigit() or (target / rel).stat().st_size != int(size):
+                return f"has {rel} changed since it was unpacked"
+        except OSError:
+            return f"lacks {rel}"
+    return None
+
+
+def _write_manifest(staging: Path) -> None:
+    lines = [f"{p.stat().st_size}\t{p.relative_to(staging).as_posix()}" for p in sorted(staging.rglob("*")) if p.is_file() and not p.is_symlink()]
+    (staging / _MANIFEST).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
 
 
 def _usable_name(target: Path) -> bool:
@@ -287,6 +323,7 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
             progress.finish(transfer)
         if not any(staging.glob(expected)):
             raise ReleaseFetchError(missing)
+        _write_manifest(staging)
         (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
         if target.is_symlink() or target.is_file():  # not a release a run unpacked: replaced
             target.unlink()
