@@ -18,8 +18,10 @@ from eagle3lint.ast_strings import message_text
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.verify.pair.evaluate import (
     OPAQUE,
+    Budget,
     ConfigView,
     Evaluator,
+    Exhausted,
     Unresolved,
     end_body,
 )
@@ -48,6 +50,8 @@ class DraftInit:
     # Keys the construction reads without a default that config.json lacks: key -> (file, line).
     missing: dict[str, tuple[str, int]] = field(default_factory=dict)
     stopped: str = ""  # why the run stopped early, if it did
+    # Where the evaluation's budget ran out (reason, file, line): what it did not reach is unknown.
+    exhausted: tuple[str, str, int] | None = None
 
 
 @dataclass
@@ -69,7 +73,7 @@ class _Param:
 
 class _InitRun(Evaluator):
     def __init__(self, shared: _Shared, method: Method, instance: _Instance, env: dict[str, Any], depth: int) -> None:
-        super().__init__(env, lenient=True)
+        super().__init__(env, lenient=True, budget=shared.budget)  # one budget for the whole construction
         self.source = method.path
         self.shared = shared
         self.method = method
@@ -182,6 +186,7 @@ class _Shared:
     facts: PairFacts
     config: ConfigView
     result: DraftInit
+    budget: Budget = field(default_factory=Budget)
 
 
 def run_draft_init(code: ReleaseCode, facts: PairFacts, draft: ClassRef, drafter_config: dict[str, Any]) -> DraftInit:
@@ -201,6 +206,9 @@ def run_draft_init(code: ReleaseCode, facts: PairFacts, draft: ClassRef, drafter
         _InitRun(shared, method, _Instance(draft), env, 0).run(method.node.body)
     except _Stop:
         result.stopped = "a guard"
+    except Exhausted as spent:
+        result.stopped = spent.reason
+        result.exhausted = (spent.reason, spent.path or method.path, spent.line)
     except Unresolved as stop:
         result.stopped = stop.reason
     result.keys_read = set(config.read)

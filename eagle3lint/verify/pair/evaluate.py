@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,37 @@ from eagle3lint.ast_strings import message_text
 _MAX_STEPS = 200_000
 _MAX_ITEMS = 100_000
 _MAX_INT = 2**64
+# What one evaluation may build in all (every item of every list, tuple, set, dict and string it
+# makes, ``sorted`` and comprehensions included) and how long it may take: a list's length and
+# the step count alone let ``[sorted(x) for _ in range(99999)]`` on a 100,000-item ``x`` take
+# the machine's memory.
+_MAX_BUILT = 5_000_000
+_MAX_SECONDS = 60.0
+
+
+class Budget:
+    """What an evaluation has cost so far, shared by the evaluators of one run (the constructors
+    a draft class's ``__init__`` builds, the methods a setter calls)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.built = 0
+        self.started = time.monotonic()
+
+    def tick(self, line: int) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise Exhausted("the evaluation takes too many steps", line)
+        if self.steps % 1024 == 0 and time.monotonic() - self.started > _MAX_SECONDS:
+            raise Exhausted(f"the evaluation takes too long (over {_MAX_SECONDS:.0f} s)", line)
+
+    def charge(self, value: Any, line: int) -> Any:
+        """``value``, counted against what the evaluation may build."""
+        if isinstance(value, (list, tuple, set, frozenset, dict, str)):
+            self.built += len(value)
+            if self.built > _MAX_BUILT:
+                raise Exhausted(f"the evaluation builds too much (over {_MAX_BUILT:,} items in all)", line)
+        return value
 
 
 class Unresolved(Exception):
@@ -42,6 +74,11 @@ class Unresolved(Exception):
         if self.line and not self.path:
             self.path = path
         return self
+
+
+class Exhausted(Unresolved):
+    """The evaluation's budget is spent (steps, items built, time): the whole run stops here, a
+    lenient evaluator included, since what follows would be judged without what was cut."""
 
 
 class _Opaque:
@@ -159,12 +196,12 @@ _BUILTINS: dict[str, Any] = {
 class Evaluator:
     """Runs function bodies on concrete values; subclasses say what the engine's objects are."""
 
-    def __init__(self, env: Mapping[str, Any] | None = None, lenient: bool = False) -> None:
+    def __init__(self, env: Mapping[str, Any] | None = None, lenient: bool = False, budget: Budget | None = None) -> None:
         self.env: dict[str, Any] = dict(env or {})
         self.lenient = lenient
         self.source = ""  # the file the body comes from, where a subclass knows it
         self.uncertain = 0  # > 0 inside a branch a lenient evaluator could not decide
-        self.steps = 0
+        self.budget = budget or Budget()
 
     # ---- hooks ----------------------------------------------------------------------------
     def name(self, name: str, node: ast.AST) -> Any:
@@ -185,7 +222,7 @@ class Evaluator:
 
     def iterate(self, value: Any, node: ast.AST) -> list[Any]:
         if isinstance(value, (list, tuple, range, set)):
-            return list(value)
+            return self._built(list(value), node)
         raise Unresolved(f"the values of `{_text(node)}`", getattr(node, "lineno", 0))
 
     def length(self, value: Any, node: ast.AST) -> int:
@@ -234,9 +271,10 @@ class Evaluator:
         return None
 
     def _tick(self, node: ast.AST) -> None:
-        self.steps += 1
-        if self.steps > _MAX_STEPS:
-            raise Unresolved("the evaluation takes too many steps", getattr(node, "lineno", 0))
+        self.budget.tick(getattr(node, "lineno", 0))
+
+    def _built(self, value: Any, node: ast.AST) -> Any:
+        return self.budget.charge(value, getattr(node, "lineno", 0))
 
     def _block(self, body: Iterable[ast.stmt]) -> None:
         for stmt in body:
@@ -251,6 +289,8 @@ class Evaluator:
             try:
                 self._simple(stmt)
             except Unresolved as problem:
+                if isinstance(problem, Exhausted):
+                    raise
                 if isinstance(stmt, ast.Expr) and self.skip_statement(stmt, problem):
                     return
                 if not self.lenient:
@@ -266,8 +306,8 @@ class Evaluator:
             if stmt.value is not None:
                 try:
                     value = self.value(stmt.value)
-                except Unresolved:
-                    if not self.lenient:
+                except Unresolved as problem:
+                    if not self.lenient or isinstance(problem, Exhausted):
                         raise
                     value = OPAQUE
             raise _Return(value)
@@ -276,6 +316,8 @@ class Evaluator:
         elif isinstance(stmt, ast.Assert):
             try:
                 ok = self.truth(stmt.test)
+            except Exhausted:
+                raise
             except Unresolved:
                 return  # an assert that cannot be evaluated only ever raises
             if not ok:
@@ -302,7 +344,7 @@ class Evaluator:
             return
         if isinstance(stmt, ast.AugAssign):
             current = self.value(stmt.target)
-            self._assign(stmt.target, self._binop(stmt.op, current, self.value(stmt.value), stmt))
+            self._assign(stmt.target, self._built(self._binop(stmt.op, current, self.value(stmt.value), stmt), stmt))
             return
         if stmt.value is None:
             return
@@ -313,8 +355,8 @@ class Evaluator:
     def _if(self, stmt: ast.If) -> None:
         try:
             taken = self.truth(stmt.test)
-        except Unresolved:
-            if not self.lenient:
+        except Unresolved as problem:
+            if not self.lenient or isinstance(problem, Exhausted):
                 raise
             self.uncertain += 1
             try:
@@ -334,8 +376,8 @@ class Evaluator:
     def _for(self, stmt: ast.For) -> None:
         try:
             items = self.iterate(self.value(stmt.iter), stmt.iter)
-        except Unresolved:
-            if not self.lenient:
+        except Unresolved as problem:
+            if not self.lenient or isinstance(problem, Exhausted):
                 raise
             return
         try:
@@ -394,7 +436,7 @@ class Evaluator:
                 raise Unresolved(f"`{_text(node)}`", line)
             return self.attribute_of(base, node.attr, node)
         if isinstance(node, ast.BinOp):
-            return _bounded(self._binop(node.op, self.value(node.left), self.value(node.right), node), line)
+            return self._built(_bounded(self._binop(node.op, self.value(node.left), self.value(node.right), node), line), node)
         if isinstance(node, ast.UnaryOp):
             operand = self.value(node.operand)
             if operand is OPAQUE:
@@ -425,7 +467,7 @@ class Evaluator:
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise Unresolved(f"`{_text(node)}`", line)
             items = [self.value(e) for e in node.elts]
-            return _bounded(tuple(items) if isinstance(node, ast.Tuple) else set(items) if isinstance(node, ast.Set) else items, line)
+            return self._built(_bounded(tuple(items) if isinstance(node, ast.Tuple) else set(items) if isinstance(node, ast.Set) else items, line), node)
         if isinstance(node, ast.Dict):
             return {self.value(k) if k is not None else None: self.value(v) for k, v in zip(node.keys, node.values, strict=True)}
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
@@ -492,7 +534,8 @@ class Evaluator:
                 self._tick(node)
                 self._assign(generator.target, item)
                 if all(self.truth(test) for test in generator.ifs):
-                    out.append(self.value(node.elt))
+                    out.append(self._built(self.value(node.elt), node))
+                    self._built((None,), node)  # the slot it takes in the list
         finally:
             self.env = saved
         return set(out) if isinstance(node, ast.SetComp) else out
@@ -529,8 +572,8 @@ class Evaluator:
     def _lenient_value(self, node: ast.expr) -> Any:
         try:
             return self.value(node)
-        except Unresolved:
-            if not self.lenient:
+        except Unresolved as problem:
+            if not self.lenient or isinstance(problem, Exhausted):
                 raise
             return OPAQUE
 
@@ -555,7 +598,10 @@ class Evaluator:
                 if any(a is OPAQUE for a in args) or len(kwargs) != len(node.keywords):
                     raise Unresolved(f"`{_text(node)}`", line)
                 try:
-                    return _bounded(_BUILTINS[name](*args, **kwargs), line)
+                    # The cost of a builtin on long lists is charged before it is paid.
+                    for arg in args:
+                        self._built(arg if isinstance(arg, (list, tuple, set, dict)) else (), node)
+                    return self._built(_bounded(_BUILTINS[name](*args, **kwargs), line), node)
                 except (TypeError, ValueError, OverflowError) as exc:
                     raise Unresolved(f"`{_text(node)}` ({exc})", line) from None
             if name == "super":
@@ -615,6 +661,8 @@ class Evaluator:
             return self.has_attribute(base, key, node)
         try:
             return self.attribute_of(base, key, node)
+        except Exhausted:
+            raise
         except Unresolved:
             if len(node.args) >= 3 and self.has_attribute(base, key, node) is False:
                 return self.value(node.args[2])
