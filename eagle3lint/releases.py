@@ -187,10 +187,67 @@ def _max_entries() -> int:
 
 
 def _evict(releases: Path, keep: Path, limit: int) -> None:
+    """Remove the least recently used entries past ``limit``, except those another live run is
+    reading (it holds the entry's use lock): deleting them under it would change its result."""
     entries = [p for p in releases.iterdir() if (p / _COMPLETE).exists() and p != keep]
     entries.sort(key=lambda p: (p / _COMPLETE).stat().st_mtime)
     while len(entries) + 1 > limit and entries:
-        shutil.rmtree(entries.pop(0), ignore_errors=True)
+        entry = entries.pop(0)
+        with _unused(releases, entry.name) as free:
+            if free:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+# The use locks this process holds (a shared flock on ``.<entry>.use.lock`` for each entry it read),
+# open until it exits: another process's eviction then passes over those entries.
+_HELD: dict[str, int] = {}
+
+
+def _hold(folder: Path, entry: str) -> None:
+    """Mark the entry as read by this process, for as long as it runs (waits while another
+    process is evicting it)."""
+    path = folder / f".{entry}.use.lock"
+    if str(path) in _HELD:
+        return
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):  # no flock, or a read-only cache: nothing to tell
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return
+    _HELD[str(path)] = fd
+
+
+@contextlib.contextmanager
+def _unused(folder: Path, entry: str) -> Iterator[bool]:
+    """Whether no other live process reads the entry, held so while the body runs (a run that
+    starts reading it meanwhile waits). An entry this process read counts as unused by others:
+    its own runs keep what they need through ``keep``."""
+    path = folder / f".{entry}.use.lock"
+    if str(path) in _HELD:
+        yield True
+        return
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def _announce(message: str) -> None:
@@ -237,7 +294,10 @@ def _cached_or_fetched(
     """Make sure ``target`` holds the ``wanted`` files of ``name==version``'s wheel, one download
     at a time across processes; whether it was fetched now (a copy in the cache is marked used)."""
     marker = target / _COMPLETE
-    if _usable_name(target) and _intact(target, name, version) is None:
+    usable = _usable_name(target)
+    if usable and folder.is_dir():
+        _hold(folder, target.name)
+    if usable and _intact(target, name, version) is None:
         with contextlib.suppress(OSError):  # a read-only cache is still read
             os.utime(marker)  # LRU bookkeeping
         return False
@@ -250,6 +310,8 @@ def _cached_or_fetched(
                 return False
             again = f" again (the cached copy {damage})" if marker.exists() else ""
             announce(f"eagle3lint: fetching {name}=={version} source into {target}{again} ...")
+            _hold(folder, target.name)
+            _remove_stale_staging(folder, target.name)
             _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
     except ReleaseFetchError:
         raise
@@ -313,7 +375,9 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
     """Read the ``wanted`` members into a staging folder in ``folder`` and move it to ``target``
     whole, marked complete: a failure leaves nothing half-unpacked. ``expected``: a glob the
     unpacked files must match (else ``missing`` is the error)."""
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+    # Named after the release: a later fetch can tell, by the release's lock, that no live run
+    # still unpacks into it (a run killed outright leaves it behind).
+    with tempfile.TemporaryDirectory(dir=folder, prefix=f"{_STAGING}{target.name}-") as tmp:
         staging = Path(tmp) / "src"
         progress = _Progress(f"{name}=={version}")
         transfer = None
@@ -330,6 +394,54 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
         elif target.exists():  # an incomplete copy a killed run left: nobody else uses it
             shutil.rmtree(target)
         os.replace(staging, target)
+
+
+_STAGING = ".download-"
+# A staging folder named before it carried its release (no lock tells whether it is live).
+_OLD_STAGING_AFTER_S = 24 * 3600
+
+
+def _remove_stale_staging(folder: Path, holding: str) -> None:
+    """Remove staging folders no live run unpacks into: those of the release whose download lock
+    this run holds (``holding``), those of other releases whose lock is free, and old ones of
+    unknown release. Called under ``holding``'s download lock."""
+    try:
+        found = [p for p in folder.iterdir() if p.name.startswith(_STAGING) and p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return
+    for staging in found:
+        entry = staging.name[len(_STAGING):].rpartition("-")[0]
+        if entry == holding:
+            shutil.rmtree(staging, ignore_errors=True)
+        elif entry:
+            with _try_download_lock(folder, entry) as free:
+                if free:
+                    shutil.rmtree(staging, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                if time.time() - staging.stat().st_mtime > _OLD_STAGING_AFTER_S:
+                    shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _try_download_lock(folder: Path, entry: str) -> Iterator[bool]:
+    """The download lock of ``entry`` if no one holds it (True), held while the body runs."""
+    try:
+        import fcntl
+
+        fd = os.open(folder / f".{entry}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def is_cached_release(root: Path) -> bool:

@@ -417,3 +417,167 @@ def test_r4_18_preflight_in_a_checkpoint_folder_writes_nothing_there(tmp_path: P
     assert_clean_exit(done, 0, 1)
     assert sorted(p.name for p in drafter.iterdir()) == before
     assert not list(tmp_path.rglob(".eagle3lint_cache"))
+
+
+# ---- R4-16: the evaluator's memory and time bound --------------------------------------------------------
+
+_BOMB = "        _x = list(range(100000))\n        _y = [{elt} for _i in range(99999)]\n"
+
+
+def test_r4_16_the_evaluator_bounds_what_it_builds_in_all() -> None:
+    from eagle3lint.verify.pair.evaluate import Exhausted
+
+    for elt in ("sorted(_x)", "len(sorted(_x))", "list(_x)"):
+        body = "def f():\n" + _BOMB.format(elt=elt) + "        return 1\n"
+        with pytest.raises(Exhausted, match="builds too much"):
+            run_body(body.replace("        ", "    "), lenient=True)
+    # What real code builds stays far inside the bound.
+    assert run_body("def f(n):\n    return [[i] * 3 for i in range(n)][-1]\n", n=1000) == [999] * 3
+
+
+def test_r4_16_a_draft_class_building_too_much_is_unknown_with_its_line(tmp_path: Path) -> None:
+    import resource
+    import subprocess
+    import sys
+
+    from tests.robust_helpers import TIMEOUT_S, cli_env
+
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    _with_draft_init(fixed, _BOMB.format(elt="sorted(_x)"))
+    target, drafter = write_kimi_pair(tmp_path / "models")
+
+    def limit() -> None:  # before the fix this took every byte it could: fail instead
+        resource.setrlimit(resource.RLIMIT_AS, (4 << 30, 4 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "eagle3lint", "preflight", "--engine-root", str(fixed), "--model-path", str(target),
+         "--draft-model-path", str(drafter), "--format", "json"],
+        capture_output=True, text=True, env=cli_env(), timeout=TIMEOUT_S, preexec_fn=limit,
+    )
+    assert_clean_exit(done, 1)
+    report = json.loads(done.stdout)
+    (item,) = [i for i in report["items"] if i["check"] == "draft-class"]
+    assert (report["outcome"], item["status"]) == ("unknown", "unknown"), item
+    assert "builds too much" in item["message"] and "llama_eagle3.py:" in item["message"], item["message"]
+
+
+# ---- R4-13: a damaged release entry in the cache -------------------------------------------------------
+
+
+@pytest.mark.parametrize("damage", ["models-deleted", "truncated", "marker-rewritten"])
+def test_r4_13_a_damaged_cache_entry_is_fetched_again(fake_index: list[str], tmp_path: Path, damage: str) -> None:
+    import shutil
+
+    from eagle3lint.releases import fetch_release
+
+    said: list[str] = []
+    root = fetch_release("sglang==9.9.9", announce=said.append)
+    model = root / "srt" / "models" / "llama.py"
+    if damage == "models-deleted":
+        shutil.rmtree(root / "srt" / "models")
+    elif damage == "truncated":
+        model.write_text(model.read_text()[:10])
+    else:
+        (root.parent / ".eagle3lint-complete").write_text("garbage\n")
+    assert fetch_release("sglang==9.9.9", announce=said.append) == root
+    assert fake_index == ["sglang==9.9.9", "sglang==9.9.9"] and "again (the cached copy" in said[-1], said
+    assert model.read_text() == "class LlamaForCausalLM:\n    pass\n"
+    fetch_release("sglang==9.9.9", announce=said.append)  # intact now: used as it is
+    assert len(fake_index) == 2
+
+
+def test_r4_13_a_cached_release_with_no_model_class_is_an_error(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.robust_helpers import TIMEOUT_S, cli_env
+
+    entry = tmp_path / "cache" / "releases" / "sglang-9.9.9"
+    for rel, text in {"sglang/__init__.py": "", "sglang/version.py": '__version__ = "9.9.9"\n', "sglang/srt/__init__.py": ""}.items():
+        (entry / rel).parent.mkdir(parents=True, exist_ok=True)
+        (entry / rel).write_text(text)
+    # An entry of a cache made before manifests (its models folder since deleted); no look-up
+    # of its requirements on the index.
+    (entry / ".eagle3lint-complete").write_text("sglang==9.9.9\n0\n")
+    (entry / ".eagle3lint-no-metadata").write_text("")
+    for command in ("check", "models"):
+        done = subprocess.run(
+            [sys.executable, "-m", "eagle3lint", command, "--release", "sglang==9.9.9"],
+            capture_output=True, text=True, cwd=tmp_path, env=cli_env(EAGLE3LINT_CACHE_DIR=str(tmp_path / "cache")), timeout=TIMEOUT_S,
+        )
+        assert_clean_exit(done, 2)
+        assert "no model classes found in sglang 9.9.9" in done.stderr and "damaged" in done.stderr, done.stderr
+
+
+# ---- R4-15: staging folders a killed fetch left ---------------------------------------------------------
+
+
+def _locked(path: Path, how: int) -> int:
+    import fcntl
+    import os
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, how)
+    return fd
+
+
+def test_r4_15_a_fetch_removes_staging_folders_no_live_run_holds(fake_index: list[str], tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import time
+
+    from eagle3lint.releases import fetch_release
+
+    releases = tmp_path / "cache" / "releases"
+    staging = {
+        "same": releases / ".download-sglang-9.9.9-k3j2x9qa",  # the release now fetched: its lock is ours
+        "free": releases / ".download-vllm-1.0-ab12cd34",  # another release, no run fetching it
+        "live": releases / ".download-vllm-2.0-zz99yy88",  # another release, its fetch still running
+        "old": releases / ".download-q1w2e3r4",  # named before staging folders carried their release
+        "fresh": releases / ".download-t5y6u7i8",
+    }
+    for folder in staging.values():
+        (folder / "src").mkdir(parents=True)
+        (folder / "src" / "half.py").write_text("x = ")
+    then = time.time() - 3 * 24 * 3600
+    os.utime(staging["old"], (then, then))
+    live = _locked(releases / ".vllm-2.0.lock", fcntl.LOCK_EX)  # as a live fetch holds it
+    try:
+        fetch_release("sglang==9.9.9", announce=lambda line: None)
+    finally:
+        os.close(live)
+    left = {name for name, folder in staging.items() if folder.exists()}
+    assert left == {"live", "fresh"}, left
+    assert not [p for p in releases.iterdir() if p.name.startswith(".download-sglang")]  # its own staging is gone too
+
+
+# ---- R4-17: eviction passes over a release another live run reads -----------------------------------------
+
+
+def test_r4_17_eviction_skips_a_release_another_live_run_reads(fake_index: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from eagle3lint.releases import fetch_release
+
+    releases = tmp_path / "cache" / "releases"
+    held = releases / "sglang-9.9.7"
+    (held / "sglang").mkdir(parents=True)
+    (held / "sglang" / "__init__.py").write_text("")
+    (held / ".eagle3lint-complete").write_text("sglang==9.9.7\n0\n")
+    reader = subprocess.Popen(  # another run, reading sglang 9.9.7: it holds the entry's use lock
+        [sys.executable, "-c", "import fcntl, os, sys\nfd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)\n"
+         "fcntl.flock(fd, fcntl.LOCK_SH)\nprint('held', flush=True)\nsys.stdin.read()\n", str(releases / ".sglang-9.9.7.use.lock")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert reader.stdout is not None and reader.stdout.readline().strip() == "held"
+        monkeypatch.setenv("EAGLE3LINT_MAX_RELEASES", "1")
+        fetch_release("sglang==9.9.9", announce=lambda line: None)
+        assert (held / ".eagle3lint-complete").exists()  # kept: the other run still reads it
+    finally:
+        assert reader.stdin is not None
+        reader.stdin.close()
+        reader.wait(timeout=60)
+    fetch_release("sglang==9.9.8", announce=lambda line: None)
+    assert not held.exists()  # that run has ended: the entry is evicted as usual
