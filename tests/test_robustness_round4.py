@@ -301,7 +301,7 @@ class LlamaForCausalLMEagle3(nn.Module):'''))
 def test_r4_14_hostile_drafter_values_are_a_problem_naming_the_key(tmp_path: Path, key: str) -> None:
     fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
     hostile: dict[str, list[Any]] = {
-        "rope_scaling": ["x", [1]], "rms_norm_eps": [{"a": 1}, float("nan")], "rope_theta": ["x", -1],
+        "rope_scaling": ["x", [1]], "rms_norm_eps": [{"a": 1}, float("nan"), 10**400], "rope_theta": ["x", -1],
         "num_attention_heads": [0, 10**30], "num_key_value_heads": [{"a": 1}, None],
     }
     for number, value in enumerate(hostile.get(key, [-1, [1]])):
@@ -581,3 +581,14 @@ def test_r4_17_eviction_skips_a_release_another_live_run_reads(fake_index: list[
         reader.wait(timeout=60)
     fetch_release("sglang==9.9.8", announce=lambda line: None)
     assert not held.exists()  # that run has ended: the entry is evicted as usual
+
+
+def test_r4_14_a_builtin_python_refuses_on_the_drafters_values_is_a_crash(tmp_path: Path) -> None:
+    """``range(config.num_hidden_layers)`` with ``null``: a TypeError in the constructor."""
+    fixed = write_sglang_tree(tmp_path / "fixed", fixed=True)
+    _with_draft_init(fixed, "        self.layers = [i for i in range(config.num_hidden_layers)]\n")
+    target, drafter = write_kimi_pair(tmp_path / "models", drafter={**kimi_drafter_config(), "num_hidden_layers": None})
+    code, report = preflight("--engine-root", fixed, "--model-path", target, "--draft-model-path", drafter)
+    assert (code, report["outcome"]) == (1, "crash"), report["reason"]
+    (item,) = [i for i in report["items"] if i["check"] == "draft-class"]
+    assert "TypeError: `range(config.num_hidden_layers)`" in item["message"], item["message"]

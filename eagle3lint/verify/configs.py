@@ -172,6 +172,18 @@ _DRAFTER_OPTIONAL_SIZES = ("head_dim",)  # null: the config class derives it
 _DRAFTER_NUMBERS = ("rms_norm_eps", "rope_theta")
 
 
+def _positive_float(value: Any) -> bool:
+    """A positive number a float holds (the engine builds its norm and rotary layers with one;
+    10**400 has no float)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        number = float(value)
+    except OverflowError:
+        return False
+    return math.isfinite(number) and number > 0
+
+
 def drafter_value_problems(raw: dict[str, Any]) -> list[str]:
     """The drafter config keys present with a value its draft class cannot be built with."""
     problems: list[str] = []
@@ -184,7 +196,7 @@ def drafter_value_problems(raw: dict[str, Any]) -> list[str]:
             problems.append(f"`{key}` is {describe(raw[key])}, not a whole number from {low} to 2**63 - 1")
     for key in _DRAFTER_NUMBERS:
         value = raw.get(key)
-        if key in raw and not (isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0):
+        if key in raw and not _positive_float(value):
             problems.append(f"`{key}` is {describe(value)}, not a positive number")
     scaling = raw.get("rope_scaling")
     if scaling is not None and not isinstance(scaling, dict):

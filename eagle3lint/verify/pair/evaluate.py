@@ -178,11 +178,15 @@ def _refused_operands(op: ast.operator, left: Any, right: Any) -> str:
 _TYPES: dict[str, type] = {"list": list, "tuple": tuple, "dict": dict, "int": int, "str": str, "bool": bool, "float": float}
 
 
+class _TooLong(ValueError):
+    """A value past the evaluator's own bounds (not an error Python would raise)."""
+
+
 def _range(*args: int) -> range:
     result = range(*args)
     # A range of 10**30 items has no ``len`` (an OverflowError): measured without it.
     if result.stop - result.start > _MAX_ITEMS * abs(result.step):
-        raise ValueError("a range too long")
+        raise _TooLong("a range too long")
     return result
 
 
@@ -603,6 +607,9 @@ class Evaluator:
                         self._built(arg if isinstance(arg, (list, tuple, set, dict)) else (), node)
                     return self._built(_bounded(_BUILTINS[name](*args, **kwargs), line), node)
                 except (TypeError, ValueError, OverflowError) as exc:
+                    if not isinstance(exc, _TooLong) and all(_plain(a) for a in (*args, *kwargs.values())):
+                        # ``range(None)``, ``int("x")``: Python raises the same on these values.
+                        self.failed_operation(f"{type(exc).__name__}: `{_text(node)}` ({exc})", node)
                     raise Unresolved(f"`{_text(node)}` ({exc})", line) from None
             if name == "super":
                 return _SUPER
