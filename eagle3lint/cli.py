@@ -242,7 +242,7 @@ def check(
             result.keep_severity(min_severity)
         results.append((result, scope))
     for result, scope in results:
-        _refuse_empty_scope(result, scope if paths else [])
+        _refuse_empty_scope(result, scope if paths else [], bool(release))
     errors = any(result.errors for result, _ in results)
     if write_baseline_file is not None:
         from eagle3lint.baseline import write_baseline
@@ -295,10 +295,18 @@ def _nothing_to_check(paths: tuple[Path, ...], engine: str | None, verbose: bool
     sys.exit(EXIT_CLEAN)
 
 
-def _refuse_empty_scope(result: CheckResult, scope: list[Path]) -> None:
+def _refuse_empty_scope(result: CheckResult, scope: list[Path], release: bool = False) -> None:
     """A folder PATH (or plugin package) holding no model class is a mistake to say, not a clean
     run: "0 model classes checked" and exit 0 reads as "all is well". Files passed one by one
-    (a pre-commit hook's changed files) may hold none."""
+    (a pre-commit hook's changed files) may hold none. A published release always holds some:
+    none is a damaged copy in the cache."""
+    if release and not result.models:
+        click.echo(
+            f"eagle3lint: error: no model classes found in {line_text(result.engine.label)} ({line_path(str(result.engine.root))}): "
+            "the copy in the release cache is damaged; remove that folder to fetch the release again",
+            err=True,
+        )
+        sys.exit(EXIT_ERROR)
     empty = [p for p in scope if p.is_dir() and not any(m.in_scope([p]) for m in result.models)]
     if not empty:
         return
@@ -432,7 +440,7 @@ def models(
     # Each model's fix applicability comes from its findings' fixes.
     result = run_check(found, scope, settings=settings, use_cache=not no_cache, with_fixes=True)
     say_errors(result.errors)
-    _refuse_empty_scope(result, scope if paths else [])
+    _refuse_empty_scope(result, scope if paths else [], bool(release))
     unmatched = matrix.narrow(result, model_names)
     if min_severity is not None:
         matrix.narrow_severity(result, min_severity)

@@ -79,11 +79,39 @@ def options_from_environment(specs: Mapping[str, OptionSpec], environ: Mapping[s
     for name, spec in specs.items():
         if spec.flag.startswith("-") or spec.flag not in environ:
             continue
-        setting = f"{spec.flag}={environ[spec.flag].strip()}"
-        value = next((v for v, spelled in spec.spelled if spelled == setting), None)
+        value = _environment_value(spec, environ[spec.flag])
         if value is not None:
             words.append(f"{name}={value}")
     return words
+
+
+def unreadable_environment(specs: Mapping[str, OptionSpec], environ: Mapping[str, str]) -> list[tuple[str, str]]:
+    """``(variable, value)`` for each option variable set to a value the engine cannot read: an
+    integer switch (vLLM reads ``VLLM_USE_V2_MODEL_RUNNER`` as ``bool(int(value))``) set to
+    ``garbage``, ``true`` or nothing, on which the server fails before it starts."""
+    return [
+        (spec.flag, environ[spec.flag])
+        for spec in specs.values()
+        if not spec.flag.startswith("-") and spec.flag in environ and _environment_value(spec, environ[spec.flag]) is None
+    ]
+
+
+def _environment_value(spec: OptionSpec, raw: str) -> str | None:
+    """The option value an environment variable's text sets; None where the engine cannot read
+    it. Values spelled as integers (``=0``/``=1``) are read as the engine reads them, as a truth
+    value of ``int(text)`` (``2`` is on)."""
+    setting = f"{spec.flag}={raw.strip()}"
+    value = next((v for v, spelled in spec.spelled if spelled == setting), None)
+    if value is not None:
+        return value
+    numbers = {v: spelled.partition("=")[2] for v, spelled in spec.spelled}
+    if not numbers or not all(n in ("0", "1") for n in numbers.values()):
+        return None
+    try:
+        truth = bool(int(raw))
+    except ValueError:
+        return None
+    return next((v for v, n in numbers.items() if n == str(int(truth))), None)
 
 
 def parse_options(raw: Iterable[str], specs: Mapping[str, OptionSpec], defaults: Mapping[str, str] | None = None, engine: str = "") -> EngineOptions:
@@ -123,8 +151,8 @@ def _normal(spec: OptionSpec, value: str, written: str = "") -> str:
             return lowered
         raise UsageError(f"--engine-option {written or spec.name!r}: {spec.name} is one of {', '.join(spec.values)}")
     if spec.kind == "size":
-        if lowered.isdigit() and len(lowered) < 6:
-            return "on" if int(lowered) > 1 else "off"
+        if lowered.isascii() and lowered.isdigit():  # any size, read without int() (no digit limit)
+            return "on" if lowered.lstrip("0") not in ("", "1") else "off"
         if lowered in _ON:
             return "on"
         if lowered in _OFF:

@@ -64,9 +64,14 @@ def parse_query(text: str) -> ReleaseQuery:
         specifier = SpecifierSet(rest)
     except InvalidSpecifier as exc:
         raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range ({line_text(str(exc))}; {EXAMPLES})") from None
+    if any(_too_large(s.version) for s in specifier):
+        raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range (a version with a number of more than 4300 digits; {EXAMPLES})")
     exact = [s for s in specifier if s.operator in ("==", "===") and "*" not in s.version]
     if len(specifier) == 1 and exact:
-        return ReleaseQuery(name, text, (_normal(exact[0].version),))
+        try:
+            return ReleaseQuery(name, text, (_normal(exact[0].version),))
+        except InvalidVersion as exc:
+            raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range ({line_text(str(exc))}; {EXAMPLES})") from None
     return ReleaseQuery(name, text, (), specifier)
 
 
@@ -82,8 +87,25 @@ def _listed_versions(rest: str) -> list[str] | None:
         return None
 
 
+def _too_large(version: str) -> bool:
+    """Whether a range's version has a number Python will not read (past 4300 digits): the
+    range's comparisons would raise on it."""
+    try:
+        Version(version.removesuffix(".*"))
+    except InvalidVersion:
+        return False
+    except ValueError:
+        return True
+    return False
+
+
 def _normal(version: str) -> str:
-    return str(Version(version))
+    try:
+        return str(Version(version))
+    except InvalidVersion:
+        raise
+    except ValueError:  # a number past Python's int-conversion limit (4300 digits) is no version
+        raise InvalidVersion(f"a version with a number of more than 4300 digits ({len(version)} characters)") from None
 
 
 def normal_version(version: str) -> str:

@@ -17,6 +17,7 @@ analysis reads beside an engine (transformers' model-type tables) are kept the s
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import re
 import shutil
@@ -40,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "read_wheel_files"]
 
 _COMPLETE = ".eagle3lint-complete"
+# Every file unpacked, with its size: a cached entry whose files no longer match (a folder
+# deleted, a file truncated) is fetched again rather than analysed as it is.
+_MANIFEST = ".eagle3lint-manifest"
 DEFAULT_MAX_RELEASES = 16
 
 
@@ -175,10 +179,67 @@ def _max_entries() -> int:
 
 
 def _evict(releases: Path, keep: Path, limit: int) -> None:
+    """Remove the least recently used entries past ``limit``, except those another live run is
+    reading (it holds the entry's use lock): deleting them under it would change its result."""
     entries = [p for p in releases.iterdir() if (p / _COMPLETE).exists() and p != keep]
     entries.sort(key=lambda p: (p / _COMPLETE).stat().st_mtime)
     while len(entries) + 1 > limit and entries:
-        shutil.rmtree(entries.pop(0), ignore_errors=True)
+        entry = entries.pop(0)
+        with _unused(releases, entry.name) as free:
+            if free:
+                shutil.rmtree(entry, ignore_errors=True)
+
+
+# The use locks this process holds (a shared flock on ``.<entry>.use.lock`` for each entry it read),
+# open until it exits: another process's eviction then passes over those entries.
+_HELD: dict[str, int] = {}
+
+
+def _hold(folder: Path, entry: str) -> None:
+    """Mark the entry as read by this process, for as long as it runs (waits while another
+    process is evicting it)."""
+    path = folder / f".{entry}.use.lock"
+    if str(path) in _HELD:
+        return
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):  # no flock, or a read-only cache: nothing to tell
+        return
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH)
+    except OSError:
+        os.close(fd)
+        return
+    _HELD[str(path)] = fd
+
+
+@contextlib.contextmanager
+def _unused(folder: Path, entry: str) -> Iterator[bool]:
+    """Whether no other live process reads the entry, held so while the body runs (a run that
+    starts reading it meanwhile waits). An entry this process read counts as unused by others:
+    its own runs keep what they need through ``keep``."""
+    path = folder / f".{entry}.use.lock"
+    if str(path) in _HELD:
+        yield True
+        return
+    try:
+        import fcntl
+
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):
+        yield True
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def _announce(message: str) -> None:
@@ -225,15 +286,80 @@ def _cached_or_fetched(
     """Make sure ``target`` holds the ``wanted`` files of ``name==version``'s wheel, one download
     at a time across processes; whether it was fetched now (a copy in the cache is marked used)."""
     marker = target / _COMPLETE
-    if marker.exists():
-        os.utime(marker)  # LRU bookkeeping
+    usable = _usable_name(target)
+    if usable and folder.is_dir():
+        _hold(folder, target.name)
+    if usable and _intact(target, name, version) is None:
+        with contextlib.suppress(OSError):  # a read-only cache is still read
+            os.utime(marker)  # LRU bookkeeping
         return False
-    with _download_lock(folder, target.name):
-        if marker.exists():  # fetched by another process while this one waited
-            os.utime(marker)
-            return False
-        announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
-        _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
+    try:
+        with _download_lock(folder, target.name):
+            damage = _intact(target, name, version)
+            if damage is None:  # fetched by another process while this one waited
+                with contextlib.suppress(OSError):
+                    os.utime(marker)
+                return False
+            again = f" again (the cached copy {damage})" if marker.exists() else ""
+            announce(f"eagle3lint: fetching {name}=={version} source into {target}{again} ...")
+            _hold(folder, target.name)
+            _remove_stale_staging(folder, target.name)
+            _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
+    except ReleaseFetchError:
+        raise
+    except OSError as exc:  # the cache folder is a file, read-only, full...
+        raise UsageError(
+            f"the release cache {folder} cannot hold {name}=={version}: {exc.strerror or exc}"
+            f"{f' ({exc.filename})' if exc.filename else ''}; set EAGLE3LINT_CACHE_DIR to a folder you can write"
+        ) from None
+    return True
+
+
+def _intact(target: Path, name: str, version: str) -> str | None:
+    """Why the cached entry ``target`` cannot be used as it is (None: it can): not complete, a
+    completion marker that names another release, or files that do not match what was unpacked.
+    An entry unpacked before the cache kept a manifest is checked for its package folder only."""
+    try:
+        marker = (target / _COMPLETE).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "is incomplete"
+    if marker.partition("\n")[0].strip() != f"{name}=={version}":
+        return "has a completion marker naming another release"
+    try:
+        listed = (target / _MANIFEST).read_text(encoding="utf-8", errors="replace").splitlines()
+    except FileNotFoundError:
+        return None if (target / name).is_dir() else f"has no {name}/ folder"
+    except OSError:
+        return "has an unreadable manifest"
+    for line in listed:
+        size, _, rel = line.partition("\t")
+        try:
+            if not size.isdigit() or (target / rel).stat().st_size != int(size):
+                return f"has {rel} changed since it was unpacked"
+        except OSError:
+            return f"lacks {rel}"
+    return None
+
+
+def _write_manifest(staging: Path) -> None:
+    lines = [f"{p.stat().st_size}\t{p.relative_to(staging).as_posix()}" for p in sorted(staging.rglob("*")) if p.is_file() and not p.is_symlink()]
+    (staging / _MANIFEST).write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+
+
+def _usable_name(target: Path) -> bool:
+    """Whether the file system can hold ``target``'s name. A version longer than a file name may
+    be (``0.5.<300 digits>``) is asked of the index, which says it is no release, rather than
+    failing on the cache folder's name."""
+    try:
+        # The lock file's name is the longest the cache makes of it; 255 bytes is the common
+        # limit of a file name (NAME_MAX).
+        if len(os.fsencode(f".{target.name}.lock")) > 255:
+            raise OSError(errno.ENAMETOOLONG, "File name too long")
+        target.exists()
+    except OSError:
+        name, _, version = target.name.rpartition("-")
+        _wheel_link(name, version)  # raises NoSuchRelease where the index does not list it
+        raise ReleaseFetchError(f"{name}=={version}: the version is too long for a folder name in the release cache") from None
     return True
 
 
@@ -241,7 +367,9 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
     """Read the ``wanted`` members into a staging folder in ``folder`` and move it to ``target``
     whole, marked complete: a failure leaves nothing half-unpacked. ``expected``: a glob the
     unpacked files must match (else ``missing`` is the error)."""
-    with tempfile.TemporaryDirectory(dir=folder, prefix=".download-") as tmp:
+    # Named after the release: a later fetch can tell, by the release's lock, that no live run
+    # still unpacks into it (a run killed outright leaves it behind).
+    with tempfile.TemporaryDirectory(dir=folder, prefix=f"{_STAGING}{target.name}-") as tmp:
         staging = Path(tmp) / "src"
         progress = _Progress(f"{name}=={version}")
         transfer = None
@@ -251,10 +379,61 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
             progress.finish(transfer)
         if not any(staging.glob(expected)):
             raise ReleaseFetchError(missing)
+        _write_manifest(staging)
         (staging / _COMPLETE).write_text(f"{name}=={version}\n{time.time()}\n")
-        if target.exists():  # an incomplete copy a killed run left: nobody else uses it
+        if target.is_symlink() or target.is_file():  # not a release a run unpacked: replaced
+            target.unlink()
+        elif target.exists():  # an incomplete copy a killed run left: nobody else uses it
             shutil.rmtree(target)
         os.replace(staging, target)
+
+
+_STAGING = ".download-"
+# A staging folder named before it carried its release (no lock tells whether it is live).
+_OLD_STAGING_AFTER_S = 24 * 3600
+
+
+def _remove_stale_staging(folder: Path, holding: str) -> None:
+    """Remove staging folders no live run unpacks into: those of the release whose download lock
+    this run holds (``holding``), those of other releases whose lock is free, and old ones of
+    unknown release. Called under ``holding``'s download lock."""
+    try:
+        found = [p for p in folder.iterdir() if p.name.startswith(_STAGING) and p.is_dir() and not p.is_symlink()]
+    except OSError:
+        return
+    for staging in found:
+        entry = staging.name[len(_STAGING):].rpartition("-")[0]
+        if entry == holding:
+            shutil.rmtree(staging, ignore_errors=True)
+        elif entry:
+            with _try_download_lock(folder, entry) as free:
+                if free:
+                    shutil.rmtree(staging, ignore_errors=True)
+        else:
+            with contextlib.suppress(OSError):
+                if time.time() - staging.stat().st_mtime > _OLD_STAGING_AFTER_S:
+                    shutil.rmtree(staging, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _try_download_lock(folder: Path, entry: str) -> Iterator[bool]:
+    """The download lock of ``entry`` if no one holds it (True), held while the body runs."""
+    try:
+        import fcntl
+
+        fd = os.open(folder / f".{entry}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    except (ImportError, OSError):
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
 
 
 def is_cached_release(root: Path) -> bool:
@@ -282,21 +461,29 @@ def cached_release_metadata(root: Path) -> Path | None:
     found = sorted(folder.glob("*.dist-info/METADATA"))
     if found:
         return found[0]
-    with _download_lock(releases, folder.name):
-        found = sorted(folder.glob("*.dist-info/METADATA"))
-        if found:
-            return found[0]
-        failed = folder / ".eagle3lint-no-metadata"
-        if failed.exists() and time.time() - failed.stat().st_mtime < _RETRY_AFTER_S:
-            return None
-        text = _pip_metadata(name, version)
-        if text is None:
-            failed.touch()
-            return None
-        target = folder / f"{name}-{version}.dist-info" / "METADATA"
-        target.parent.mkdir(exist_ok=True)
-        write_atomic(target, text.encode("utf-8"))
-        return target
+    try:
+        with _download_lock(releases, folder.name):
+            return _metadata_locked(folder, name, version)
+    except OSError:  # a read-only cache: the release is read without its requirements
+        return None
+
+
+def _metadata_locked(folder: Path, name: str, version: str) -> Path | None:
+    """The part of :func:`cached_release_metadata` done under the release's lock."""
+    found = sorted(folder.glob("*.dist-info/METADATA"))
+    if found:
+        return found[0]
+    failed = folder / ".eagle3lint-no-metadata"
+    if failed.exists() and time.time() - failed.stat().st_mtime < _RETRY_AFTER_S:
+        return None
+    text = _pip_metadata(name, version)
+    if text is None:
+        failed.touch()
+        return None
+    target = folder / f"{name}-{version}.dist-info" / "METADATA"
+    target.parent.mkdir(exist_ok=True)
+    write_atomic(target, text.encode("utf-8"))
+    return target
 
 
 # A failed look-up (no network) is not repeated on every run.

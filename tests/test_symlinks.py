@@ -68,17 +68,19 @@ def test_links_elsewhere_in_the_tree_are_read_through(tree: Path, tmp_path: Path
 
 
 def test_fix_apply_writes_the_linked_file_and_keeps_the_link(tree: Path, tmp_path: Path) -> None:
+    """With --write-through-links (the file the link leads to lies outside the given PATH:
+    without it the fix is shown, not written; see test_robustness_round4.py, R4-20)."""
     target = _link_out(tree, f"{MODELS}/wrapper_attr.py", tmp_path / "outside")
     link = tree / MODELS / "wrapper_attr.py"
     before = target.read_text()
-    done = run_cli("fix", "--apply", "--no-cache", link)
+    done = run_cli("fix", "--apply", "--no-cache", "--write-through-links", link)
     assert done.returncode == 1, done.stderr  # the suggestion-only finding remains
     assert link.is_symlink() and os.readlink(link) == str(target)
     assert "def get_embed_and_head(self):" in target.read_text() and target.read_text() != before
     assert sorted(p.name for p in target.parent.iterdir()) == ["wrapper_attr.py"]  # no temporary file
     after = run_cli("check", link, "--no-cache")
     assert "`WrapperAttrForConditionalGeneration` does not delegate" not in after.stdout
-    again = run_cli("fix", "--apply", "--no-cache", link)
+    again = run_cli("fix", "--apply", "--no-cache", "--write-through-links", link)
     assert again.returncode == 1 and link.is_symlink()
     assert "Fixed" not in again.stderr
 

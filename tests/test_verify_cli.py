@@ -104,7 +104,7 @@ def test_interrupting_verify_tears_the_server_down(tmp_path: Path, sig: signal.S
     ("extra", "message"),
     [
         (["--num-steps", "3"], "go together"),
-        (["--tp", "0"], "--tp 0"),
+        (["--tp", "0"], "'--tp': 0 is not in the range x>=1"),
         (["--gpus", "a,b"], "--gpus 'a,b'"),
         (["--concurrency", "0"], "--concurrency"),
         (["--prompts", "/nonexistent/prompts.jsonl"], "cannot read prompts"),

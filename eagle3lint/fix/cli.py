@@ -7,6 +7,7 @@ file that could not be analysed or written).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import signal
@@ -92,6 +93,10 @@ def _terminate_as_interrupt() -> Iterator[None]:
 @config_option
 @click.option("--no-baseline", is_flag=True, help="Fix every finding, whatever baseline the settings name (as `check --no-baseline` reports every one).")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option(
+    "--write-through-links", is_flag=True,
+    help="With --apply, also write a file a symbolic link in the tree leads to outside the given PATHs (by default such a fix is shown, not written).",
+)
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain (2 still means an error).")
 @click.option("-q", "--quiet", is_flag=True, help="No summary: the diff (dry run) and what went wrong, nothing else.")
 @click.option("--verify", "then_verify", is_flag=True, help="After --apply, launch the patched engine with EAGLE-3 and report (see `eagle3lint verify`).")
@@ -111,6 +116,7 @@ def fix(
     config_file: Path | None,
     no_baseline: bool,
     no_cache: bool,
+    write_through_links: bool,
     exit_zero: bool,
     quiet: bool,
     then_verify: bool,
@@ -172,11 +178,17 @@ def fix(
     if apply_fixes:
         from eagle3lint.fix.write import remove_stale_temp_files, write_target
 
-        # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written.
+        # What a fix killed outright (SIGKILL, a crash) left in the folders about to be written,
+        # and in those of the files this run read: a killed run may have written everything
+        # else, leaving this one nothing to write there.
         folders = {os.path.dirname(os.path.abspath(write_target(p))) for p in outcome.changes}
+        if not release:  # a release's files are the cache's, never written by fix
+            folders |= {os.path.dirname(os.path.abspath(m.path)) for m in result.models}
         for stale in remove_stale_temp_files(folders):
             click.echo(f"{line_path(stale)}: removed (a temporary file an interrupted fix left)", err=True)
-        problems = write_changes(outcome)
+        linked_out = {} if write_through_links else links_out_of_scope(list(outcome.changes), scope)
+        kept = dataclasses.replace(outcome, changes={p: c for p, c in outcome.changes.items() if p not in linked_out})
+        problems = {**write_changes(kept), **linked_out}
         for path, problem in problems.items():
             if problem:
                 click.echo(f"{line_path(path)}: not written: {line_text(problem)}", err=True)
@@ -219,6 +231,27 @@ def fix(
     if then_verify and status != EXIT_ERROR:
         status = _verify_patched(found.name, found.root, verify_values)
     sys.exit(status)
+
+
+def links_out_of_scope(paths: list[str], scope: list[Path]) -> dict[str, str]:
+    """The files to write that are symbolic links leading outside the given PATHs (the README's
+    promise: nothing outside them is written), each with the message naming its target. A
+    repository's link may lead to any file the user can write."""
+    from eagle3lint.fix.write import write_target
+
+    roots = [os.path.realpath(str(item)) for item in scope]
+    out = {}
+    for path in paths:
+        if not os.path.islink(path):
+            continue
+        real = os.path.realpath(write_target(path))
+        if any(real == r or real.startswith(r.rstrip(os.sep) + os.sep) for r in roots):
+            continue
+        out[path] = (
+            f"a symbolic link to {line_path(real)}, outside the given paths: the fix is shown, not written "
+            "(give --write-through-links, or the target's folder as a PATH, to write it)"
+        )
+    return out
 
 
 def _verify_patched(engine: str, engine_root: Path, values: dict[str, Any]) -> int:

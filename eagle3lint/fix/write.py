@@ -3,7 +3,8 @@ changed on disk since the fixer read it, and never over a file its user made rea
 
 The temporary file beside it (``.<name>.<random>.eagle3lint-tmp``) is removed whatever ends
 the write, an interrupt included; only a process killed outright leaves one, and the next
-``fix --apply`` writing in that folder removes it once it is an hour old.
+``fix --apply`` writing in that folder, or reading a model file in it, removes it once it is an
+hour old.
 """
 
 from __future__ import annotations

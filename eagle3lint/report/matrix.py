@@ -11,6 +11,7 @@ ever blanked by them.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import textwrap
 from dataclasses import dataclass
@@ -265,6 +266,17 @@ def markdown_cell(text: str) -> str:
     return escaped.replace("|", "\\|")
 
 
+# Markdown's inline syntax (emphasis, links, images, code spans, strikethrough): a backslash
+# before each makes it literal text (an autolink's ``<`` is escaped as HTML already).
+_MARKDOWN_INLINE = re.compile(r"([\\`*_\[\]()!~])")
+
+
+def markdown_text(text: str) -> str:
+    """Text from an analysed file for a Markdown table cell, as literal text: what
+    :func:`markdown_cell` does, and no emphasis, link or code span of its own."""
+    return markdown_cell(_MARKDOWN_INLINE.sub(r"\\\1", text))
+
+
 def _short_reason(model: ModelClass) -> str:
     """What decided the outcome, in words, with the rule's name (``lacks `get_embed_and_head`
     (missing-target-method)``); for a supported model, nothing."""
@@ -300,7 +312,7 @@ def write_markdown(result: CheckResult, out: TextIO) -> None:
         cells = [
             f"`{markdown_cell(m.ref.qualname)}`{markdown_cell(variant)}",
             # SGLang names a class by itself: only architectures other than the class's own name.
-            markdown_cell(", ".join(a for a in m.architectures if a != m.ref.qualname)),
+            markdown_text(", ".join(a for a in m.architectures if a != m.ref.qualname)),
             STATUS_WORDS[m.status],
             m.outcome or "",
             markdown_cell(_condition_text(m)),

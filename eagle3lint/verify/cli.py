@@ -52,7 +52,7 @@ def _verify_options(func: F, required: bool) -> F:
         click.option("--draft-model-path", help="The EAGLE-3 drafter (a local folder for the pre-flight); required to launch."),
         click.option("--preflight-only", is_flag=True, help="Only the checks that need no GPU: the same as `eagle3lint preflight` (its report in this command's shape)."),
         click.option("--ignore-preflight", is_flag=True, help="Launch even when the pre-flight predicts a crash."),
-        click.option("--tp", type=int, default=1, show_default=True, help="Tensor-parallel size (GPUs per server)."),
+        click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel size (GPUs per server)."),
         click.option("--pp", type=click.IntRange(min=1), default=1, show_default=True, help="Pipeline-parallel size; the pre-flight's verdicts assume PP when it is over 1."),
         click.option(
             "--engine-option", "engine_options", multiple=True, metavar="NAME[=VALUE]",

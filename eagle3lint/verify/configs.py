@@ -4,6 +4,7 @@ or silently lower acceptance)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -160,6 +161,47 @@ class PreflightResult:
 
 class ConfigError(Exception):
     pass
+
+
+# What an EAGLE-3 drafter's draft class builds its layer from, beyond the sizes every model
+# folder is checked for: a value of the wrong kind fails the build (``hidden_size // 0``,
+# ``tp_size % {"a": 1}``, ``rope_scaling["rope_type"]`` of a string) or builds garbage.
+_DRAFTER_COUNTS = ("num_attention_heads", "num_key_value_heads")  # divided by: at least 1
+_DRAFTER_SIZES = ("intermediate_size", "max_position_embeddings")
+_DRAFTER_OPTIONAL_SIZES = ("head_dim",)  # null: the config class derives it
+_DRAFTER_NUMBERS = ("rms_norm_eps", "rope_theta")
+
+
+def _positive_float(value: Any) -> bool:
+    """A positive number a float holds (the engine builds its norm and rotary layers with one;
+    10**400 has no float)."""
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return False
+    try:
+        number = float(value)
+    except OverflowError:
+        return False
+    return math.isfinite(number) and number > 0
+
+
+def drafter_value_problems(raw: dict[str, Any]) -> list[str]:
+    """The drafter config keys present with a value its draft class cannot be built with."""
+    problems: list[str] = []
+    for key in (*_DRAFTER_COUNTS, *_DRAFTER_SIZES, *_DRAFTER_OPTIONAL_SIZES):
+        if key not in raw or (raw[key] is None and key in _DRAFTER_OPTIONAL_SIZES):
+            continue
+        low = 1 if key in _DRAFTER_COUNTS else 0
+        checked = as_size(raw[key])
+        if checked is None or checked < low:
+            problems.append(f"`{key}` is {describe(raw[key])}, not a whole number from {low} to 2**63 - 1")
+    for key in _DRAFTER_NUMBERS:
+        value = raw.get(key)
+        if key in raw and not _positive_float(value):
+            problems.append(f"`{key}` is {describe(value)}, not a positive number")
+    scaling = raw.get("rope_scaling")
+    if scaling is not None and not isinstance(scaling, dict):
+        problems.append(f"`rope_scaling` is {describe(scaling)}, not an object or null")
+    return problems
 
 
 def read_model_config(path: str) -> ModelConfig:

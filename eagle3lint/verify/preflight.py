@@ -29,6 +29,7 @@ from eagle3lint.verify.configs import (
     ConfigError,
     ModelConfig,
     PreflightResult,
+    drafter_value_problems,
     read_model_config,
 )
 from eagle3lint.verify.knowledge import EngineKnowledge
@@ -186,7 +187,12 @@ def _launch_json(launch: Launch, checked: Any) -> dict[str, Any]:
 
 
 def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
-    if not Path(path).exists():
+    try:
+        exists = Path(path).exists()
+    except OSError as exc:  # a name the file system cannot hold (ENAMETOOLONG), a hub id's shape or not
+        result.add(check, PROBLEM, f"{path}: not a usable path ({exc.strerror or exc})", CRASH)
+        return None
+    if not exists:
         result.add(check, SKIPPED, f"{path} is not a local folder (a hub id?): its config is not checked",
                    forced_outcome="unknown", decides=f"a local copy of {path} (download it and give its folder)")
         return None
@@ -198,8 +204,9 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
     except ConfigError as exc:
         result.add(check, PROBLEM, str(exc), CRASH)
         return None
-    if config.invalid:
-        for problem in config.invalid:
+    invalid = [*config.invalid, *(drafter_value_problems(config.raw) if check == "drafter-config" else ())]
+    if invalid:
+        for problem in invalid:
             result.add(check, PROBLEM, f"{Path(path) / 'config.json'}: {problem}", CRASH)
         return config
     where = f" (sizes from {config.sizes_from})" if config.sizes_from else ""
@@ -210,6 +217,19 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
         f"{config.num_hidden_layers} layers{where}",
     )
     return config
+
+
+def _no_target_class(result: PreflightResult, engine: Engine, target: ModelConfig) -> None:
+    """A target config.json naming no class (``architectures`` missing or ``[]``): both engines
+    pick the model class from that list (vLLM: "No model architectures are specified"), so the
+    server cannot load the target whatever the drafter is."""
+    said = "has no `architectures`" if "architectures" not in target.raw else "has `architectures`: []"
+    result.add(
+        "target-class", PROBLEM,
+        f"{Path(target.path) / 'config.json'} {said}: {engine.name} {engine.version} chooses the target's model class "
+        "from that list and cannot load the target (the class and its layer map are not checked)",
+        CRASH,
+    )
 
 
 # What a model's outcome means for the launch (the item's impact).
@@ -223,12 +243,16 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
 
     settings = Settings()
     settings.engine_options = tuple(engine_options)
-    # The pair checks read the release's code through the project index: a full run.
-    checked = run_check(engine, scope=[engine.root], settings=settings, need_index=True)
+    # The pair checks read the release's code through the project index: a full run, uncached
+    # (docs/verify.md): the working directory may be the downloaded checkpoint folder, which a
+    # pre-flight never writes in.
+    checked = run_check(engine, scope=[engine.root], settings=settings, need_index=True, use_cache=False)
     models = checked.models
     if target is not None:
         # What the engine refuses before the model class matters (vLLM's old model-type list).
         server_for(engine.name).preflight(result, engine, checked.contract, target)
+    if target is not None and target.raw.get("architectures") in (None, []):
+        _no_target_class(result, engine, target)
     if target is None or target.architecture is None:
         return checked
     arch = target.architecture

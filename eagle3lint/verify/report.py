@@ -202,7 +202,7 @@ def write_human(report: VerifyReport, out: TextIO) -> None:
     emit(f"eagle3lint verify: {head}")
     for label, config in (("target", pre.target), ("drafter", pre.drafter)):
         if config is not None:
-            emit(f"  {label}: {config.path} ({config.architecture})")
+            emit(f"  {label}: {config.path} ({config.architecture or 'no architectures'})")
     emit()
     emit(f"Pre-flight (outcome: {pre.outcome})")
     for item in pre.items:
@@ -373,7 +373,7 @@ def write_preflight_human(report: PreflightReport, out: TextIO, explain: bool = 
     emit(f"eagle3lint preflight: {head}")
     for label, config in (("target", pre.target), ("drafter", pre.drafter)):
         if config is not None:
-            emit(f"  {label}: {config.path} ({config.architecture})")
+            emit(f"  {label}: {config.path} ({config.architecture or 'no architectures'})")
     launch = pre.launch
     if launch:
         given = [f"--tp {launch.get('tp')}", f"--pp {launch.get('pp')}", *(launch.get("engine_args") or [])]

@@ -10,7 +10,7 @@ import signal
 import subprocess
 import tempfile
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
 
@@ -111,10 +111,29 @@ def preflight_for(options: VerifyOptions, knowledge: EngineKnowledge, engine: En
     import dataclasses
 
     named = options if options.engine is not None else dataclasses.replace(options, engine=name)
-    return run_preflight(
+    result = run_preflight(
         options.model_path, options.draft_model_path, knowledge, engine,
         engine_options=named.launch_options(os.environ), launch=options.launch(), drafter_ids=options.drafter_ids,
     )
+    _environment_problems(result, name, os.environ)
+    return result
+
+
+def _environment_problems(result: PreflightResult, engine: str, environ: Mapping[str, str]) -> None:
+    """An option variable the server inherits set to a value the engine cannot read: the server
+    fails as it reads it (a ValueError), whatever the pair."""
+    from eagle3lint.launch_options import unreadable_environment
+    from eagle3lint.rulepack import load_pack
+    from eagle3lint.verify.configs import CRASH, PROBLEM
+    from eagle3lint.verify.pair.launch import CHECK
+
+    for variable, value in unreadable_environment(load_pack(engine).options, environ):
+        result.add(
+            CHECK, PROBLEM,
+            f"the environment sets {variable}={value!r}, which {engine} reads as an integer (bool(int(value))): "
+            "the server stops with a ValueError before it starts (set it to 0 or 1, or unset it)",
+            CRASH,
+        )
 
 
 # A Hugging Face hub id: ``org/name`` (the engine downloads it; the pre-flight says it cannot
@@ -126,11 +145,23 @@ def check_model_paths(options: VerifyOptions) -> None:
     """A model path that is neither a local folder nor shaped as a hub id is a usage error
     (exit 2), said before any release is read or fetched."""
     for flag, value in (("--model-path", options.model_path), ("--draft-model-path", options.draft_model_path)):
-        if value is None or Path(value).exists():
+        if value is None:
             continue
+        if not value:  # Path("") is the working directory: never read in its place
+            raise UsageError(f"{flag} is empty: give the model's folder (or its hub id, `org/name`)")
+        try:
+            if Path(value).exists():
+                continue
+        except OSError as exc:  # a name longer than the file system holds (ENAMETOOLONG)
+            raise UsageError(f"{flag} {_cut(value)}: not a usable path ({exc.strerror or exc})") from None
         if _HUB_ID.fullmatch(value) and ".." not in value:
             continue
         raise UsageError(f"{flag} {value}: no such folder (nor a hub id, which has the shape `org/name`)")
+
+
+def _cut(value: str, limit: int = 120) -> str:
+    """A path as long as the file system refuses, shown in part (its length said)."""
+    return value if len(value) <= limit else f"{value[:limit]}... ({len(value)} characters)"
 
 
 def _validate(options: VerifyOptions) -> None:

@@ -7,7 +7,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle3lint.verify.configs import ACCEPTANCE, CRASH, NOTE, OK, PROBLEM, REFUSED, PreflightResult
+from eagle3lint.verify.configs import (
+    ACCEPTANCE,
+    CRASH,
+    NOTE,
+    OK,
+    PROBLEM,
+    REFUSED,
+    UNKNOWN,
+    PreflightResult,
+)
 from eagle3lint.verify.model_files import describe
 from eagle3lint.verify.pair.context import PairContext
 from eagle3lint.verify.pair.draft_class import DraftInit, module_files, run_draft_init
@@ -28,9 +37,18 @@ def check_draft_class(ctx: PairContext, result: PreflightResult) -> DraftInit | 
         source = {"kind": "release", "where": ctx.rel(guard.path), "line": guard.line, "what": guard.message}
         if guard.kind == "raise":
             result.add(CHECK, PROBLEM, f"{name} refuses this drafter while it is built: {guard.message!r} ({ctx.rel(guard.path)}:{guard.line})", REFUSED, evidence=[source])
+        elif guard.kind == "error":
+            result.add(CHECK, PROBLEM, f"{name} cannot be built for this drafter's config: {guard.message} ({ctx.rel(guard.path)}:{guard.line})", CRASH, evidence=[source])
         else:
             result.add(CHECK, PROBLEM, f"{name} fails an assertion while it is built: `{guard.message}` ({ctx.rel(guard.path)}:{guard.line})", CRASH, evidence=[source])
     if certain:
+        return init
+    if init.exhausted is not None:
+        reason, path, line = init.exhausted
+        result.add(
+            CHECK, UNKNOWN, f"{name}: the evaluation of its construction stopped at {ctx.rel(path)}:{line}: {reason}",
+            decides=f"what {ctx.rel(path)}:{line} builds for this config (the release's code, read by a person)",
+        )
         return init
     fc = ctx.tensors.find(f"{ctx.facts.fc_attribute}.weight") if ctx.tensors is not None else None
     if init.fc_width is not None and init.fc_where is not None:

@@ -18,8 +18,10 @@ from eagle3lint.ast_strings import message_text
 from eagle3lint.index import ClassRef, ProjectIndex
 from eagle3lint.verify.pair.evaluate import (
     OPAQUE,
+    Budget,
     ConfigView,
     Evaluator,
+    Exhausted,
     Unresolved,
     end_body,
 )
@@ -36,7 +38,7 @@ class Guard:
     path: str
     line: int
     certain: bool  # reached on every path the evaluation could decide
-    kind: str  # "raise" | "assert"
+    kind: str  # "raise" | "assert" | "error" (an operation Python refuses: ``4096 // 0``)
 
 
 @dataclass
@@ -48,6 +50,8 @@ class DraftInit:
     # Keys the construction reads without a default that config.json lacks: key -> (file, line).
     missing: dict[str, tuple[str, int]] = field(default_factory=dict)
     stopped: str = ""  # why the run stopped early, if it did
+    # Where the evaluation's budget ran out (reason, file, line): what it did not reach is unknown.
+    exhausted: tuple[str, str, int] | None = None
 
 
 @dataclass
@@ -69,7 +73,7 @@ class _Param:
 
 class _InitRun(Evaluator):
     def __init__(self, shared: _Shared, method: Method, instance: _Instance, env: dict[str, Any], depth: int) -> None:
-        super().__init__(env, lenient=True)
+        super().__init__(env, lenient=True, budget=shared.budget)  # one budget for the whole construction
         self.source = method.path
         self.shared = shared
         self.method = method
@@ -114,6 +118,13 @@ class _InitRun(Evaluator):
             end_body()
         raise _Stop
 
+    def failed_operation(self, error: str, node: ast.AST) -> None:
+        # The constructor raises here for this config: the build fails (as an assertion does).
+        self.shared.result.guards.append(Guard(error, self.method.path, getattr(node, "lineno", 0), self.uncertain == 0, "error"))
+        if self.uncertain:
+            end_body()
+        raise _Stop
+
     def call_function(self, name: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
         return self._construct(name, args, kwargs, node)
 
@@ -127,7 +138,9 @@ class _InitRun(Evaluator):
             return OPAQUE
         method = self.shared.code.next_method(self.instance.cls, self.method.owner, "__init__")
         if method is not None:
-            self._enter(method, self.instance, args, kwargs, node)
+            # The same object's construction, one base further: no deeper than the caller (the
+            # attention a base's __init__ builds, and its checks, stay within reach).
+            self._enter(method, self.instance, args, kwargs, node, self.depth)
         return None
 
     def _construct(self, dotted: str, args: list[Any], kwargs: dict[str, Any], node: ast.Call) -> Any:
@@ -144,11 +157,12 @@ class _InitRun(Evaluator):
                 return instance
         return _Built(dotted.rsplit(".", 1)[-1], args, kwargs)
 
-    def _enter(self, method: Method, instance: _Instance, args: list[Any], kwargs: dict[str, Any], node: ast.AST) -> None:
-        if self.depth >= _MAX_DEPTH:
+    def _enter(self, method: Method, instance: _Instance, args: list[Any], kwargs: dict[str, Any], node: ast.AST, depth: int | None = None) -> None:
+        depth = self.depth + 1 if depth is None else depth
+        if depth > _MAX_DEPTH:
             return
         env = bind(method.node, args, kwargs)
-        run = _InitRun(self.shared, method, instance, env, self.depth + 1)
+        run = _InitRun(self.shared, method, instance, env, depth)
         run.uncertain = self.uncertain
         run.run(method.node.body)
 
@@ -172,6 +186,7 @@ class _Shared:
     facts: PairFacts
     config: ConfigView
     result: DraftInit
+    budget: Budget = field(default_factory=Budget)
 
 
 def run_draft_init(code: ReleaseCode, facts: PairFacts, draft: ClassRef, drafter_config: dict[str, Any]) -> DraftInit:
@@ -191,6 +206,9 @@ def run_draft_init(code: ReleaseCode, facts: PairFacts, draft: ClassRef, drafter
         _InitRun(shared, method, _Instance(draft), env, 0).run(method.node.body)
     except _Stop:
         result.stopped = "a guard"
+    except Exhausted as spent:
+        result.stopped = spent.reason
+        result.exhausted = (spent.reason, spent.path or method.path, spent.line)
     except Unresolved as stop:
         result.stopped = stop.reason
     result.keys_read = set(config.read)

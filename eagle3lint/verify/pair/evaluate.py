@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -25,6 +26,37 @@ from eagle3lint.ast_strings import message_text
 _MAX_STEPS = 200_000
 _MAX_ITEMS = 100_000
 _MAX_INT = 2**64
+# What one evaluation may build in all (every item of every list, tuple, set, dict and string it
+# makes, ``sorted`` and comprehensions included) and how long it may take: a list's length and
+# the step count alone let ``[sorted(x) for _ in range(99999)]`` on a 100,000-item ``x`` take
+# the machine's memory.
+_MAX_BUILT = 5_000_000
+_MAX_SECONDS = 60.0
+
+
+class Budget:
+    """What an evaluation has cost so far, shared by the evaluators of one run (the constructors
+    a draft class's ``__init__`` builds, the methods a setter calls)."""
+
+    def __init__(self) -> None:
+        self.steps = 0
+        self.built = 0
+        self.started = time.monotonic()
+
+    def tick(self, line: int) -> None:
+        self.steps += 1
+        if self.steps > _MAX_STEPS:
+            raise Exhausted("the evaluation takes too many steps", line)
+        if self.steps % 1024 == 0 and time.monotonic() - self.started > _MAX_SECONDS:
+            raise Exhausted(f"the evaluation takes too long (over {_MAX_SECONDS:.0f} s)", line)
+
+    def charge(self, value: Any, line: int) -> Any:
+        """``value``, counted against what the evaluation may build."""
+        if isinstance(value, (list, tuple, set, frozenset, dict, str)):
+            self.built += len(value)
+            if self.built > _MAX_BUILT:
+                raise Exhausted(f"the evaluation builds too much (over {_MAX_BUILT:,} items in all)", line)
+        return value
 
 
 class Unresolved(Exception):
@@ -42,6 +74,11 @@ class Unresolved(Exception):
         if self.line and not self.path:
             self.path = path
         return self
+
+
+class Exhausted(Unresolved):
+    """The evaluation's budget is spent (steps, items built, time): the whole run stops here, a
+    lenient evaluator included, since what follows would be judged without what was cut."""
 
 
 class _Opaque:
@@ -107,14 +144,49 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float))
 
 
+# What a JSON config holds and Python's own operators judge: anything else (an engine object,
+# an unknown value) may define its own operators.
+_PLAIN = (type(None), bool, int, float, str, list, tuple, dict)
+
+
+def _plain(value: Any) -> bool:
+    return isinstance(value, _PLAIN)
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _refused_operands(op: ast.operator, left: Any, right: Any) -> str:
+    """Why Python refuses ``left op right`` (a TypeError) for plain values the evaluation did not
+    compute; "" where it would not refuse them, or the evaluation cannot say."""
+    if not (_plain(left) and _plain(right)) or (_is_number(left) and _is_number(right)):
+        return ""
+    if isinstance(op, ast.Mod) and isinstance(left, str):
+        return ""  # string formatting
+    sequences = (str, list, tuple)
+    if isinstance(op, ast.Add) and isinstance(left, sequences) and type(left) is type(right):
+        return ""
+    if isinstance(op, ast.Mult) and ((isinstance(left, sequences) and isinstance(right, int)) or (isinstance(right, sequences) and isinstance(left, int))):
+        return ""
+    if not isinstance(op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv, ast.Mod, ast.Div)):
+        return ""
+    return f"unsupported operand types {_kind(left)} and {_kind(right)}"
+
+
 # What ``isinstance`` may test a value against.
 _TYPES: dict[str, type] = {"list": list, "tuple": tuple, "dict": dict, "int": int, "str": str, "bool": bool, "float": float}
 
 
+class _TooLong(ValueError):
+    """A value past the evaluator's own bounds (not an error Python would raise)."""
+
+
 def _range(*args: int) -> range:
     result = range(*args)
-    if len(result) > _MAX_ITEMS:
-        raise ValueError("a range too long")
+    # A range of 10**30 items has no ``len`` (an OverflowError): measured without it.
+    if result.stop - result.start > _MAX_ITEMS * abs(result.step):
+        raise _TooLong("a range too long")
     return result
 
 
@@ -128,12 +200,12 @@ _BUILTINS: dict[str, Any] = {
 class Evaluator:
     """Runs function bodies on concrete values; subclasses say what the engine's objects are."""
 
-    def __init__(self, env: Mapping[str, Any] | None = None, lenient: bool = False) -> None:
+    def __init__(self, env: Mapping[str, Any] | None = None, lenient: bool = False, budget: Budget | None = None) -> None:
         self.env: dict[str, Any] = dict(env or {})
         self.lenient = lenient
         self.source = ""  # the file the body comes from, where a subclass knows it
         self.uncertain = 0  # > 0 inside a branch a lenient evaluator could not decide
-        self.steps = 0
+        self.budget = budget or Budget()
 
     # ---- hooks ----------------------------------------------------------------------------
     def name(self, name: str, node: ast.AST) -> Any:
@@ -154,7 +226,7 @@ class Evaluator:
 
     def iterate(self, value: Any, node: ast.AST) -> list[Any]:
         if isinstance(value, (list, tuple, range, set)):
-            return list(value)
+            return self._built(list(value), node)
         raise Unresolved(f"the values of `{_text(node)}`", getattr(node, "lineno", 0))
 
     def length(self, value: Any, node: ast.AST) -> int:
@@ -181,6 +253,12 @@ class Evaluator:
     def reached_raise(self, node: ast.Raise) -> None:
         raise _Return(None)
 
+    def failed_operation(self, error: str, node: ast.AST) -> None:
+        """An operation on values the evaluation knows that Python refuses (``4096 // 0``, ``4096
+        // "x"``): here only what stops the evaluation; a subclass that runs a constructor on a
+        config reports it as the crash it is."""
+        raise Unresolved(error, getattr(node, "lineno", 0))
+
     def failed_assert(self, node: ast.Assert) -> None:
         raise _Return(None)
 
@@ -197,9 +275,10 @@ class Evaluator:
         return None
 
     def _tick(self, node: ast.AST) -> None:
-        self.steps += 1
-        if self.steps > _MAX_STEPS:
-            raise Unresolved("the evaluation takes too many steps", getattr(node, "lineno", 0))
+        self.budget.tick(getattr(node, "lineno", 0))
+
+    def _built(self, value: Any, node: ast.AST) -> Any:
+        return self.budget.charge(value, getattr(node, "lineno", 0))
 
     def _block(self, body: Iterable[ast.stmt]) -> None:
         for stmt in body:
@@ -214,6 +293,8 @@ class Evaluator:
             try:
                 self._simple(stmt)
             except Unresolved as problem:
+                if isinstance(problem, Exhausted):
+                    raise
                 if isinstance(stmt, ast.Expr) and self.skip_statement(stmt, problem):
                     return
                 if not self.lenient:
@@ -229,8 +310,8 @@ class Evaluator:
             if stmt.value is not None:
                 try:
                     value = self.value(stmt.value)
-                except Unresolved:
-                    if not self.lenient:
+                except Unresolved as problem:
+                    if not self.lenient or isinstance(problem, Exhausted):
                         raise
                     value = OPAQUE
             raise _Return(value)
@@ -239,6 +320,8 @@ class Evaluator:
         elif isinstance(stmt, ast.Assert):
             try:
                 ok = self.truth(stmt.test)
+            except Exhausted:
+                raise
             except Unresolved:
                 return  # an assert that cannot be evaluated only ever raises
             if not ok:
@@ -265,7 +348,7 @@ class Evaluator:
             return
         if isinstance(stmt, ast.AugAssign):
             current = self.value(stmt.target)
-            self._assign(stmt.target, self._binop(stmt.op, current, self.value(stmt.value), stmt))
+            self._assign(stmt.target, self._built(self._binop(stmt.op, current, self.value(stmt.value), stmt), stmt))
             return
         if stmt.value is None:
             return
@@ -276,8 +359,8 @@ class Evaluator:
     def _if(self, stmt: ast.If) -> None:
         try:
             taken = self.truth(stmt.test)
-        except Unresolved:
-            if not self.lenient:
+        except Unresolved as problem:
+            if not self.lenient or isinstance(problem, Exhausted):
                 raise
             self.uncertain += 1
             try:
@@ -297,8 +380,8 @@ class Evaluator:
     def _for(self, stmt: ast.For) -> None:
         try:
             items = self.iterate(self.value(stmt.iter), stmt.iter)
-        except Unresolved:
-            if not self.lenient:
+        except Unresolved as problem:
+            if not self.lenient or isinstance(problem, Exhausted):
                 raise
             return
         try:
@@ -357,7 +440,7 @@ class Evaluator:
                 raise Unresolved(f"`{_text(node)}`", line)
             return self.attribute_of(base, node.attr, node)
         if isinstance(node, ast.BinOp):
-            return _bounded(self._binop(node.op, self.value(node.left), self.value(node.right), node), line)
+            return self._built(_bounded(self._binop(node.op, self.value(node.left), self.value(node.right), node), line), node)
         if isinstance(node, ast.UnaryOp):
             operand = self.value(node.operand)
             if operand is OPAQUE:
@@ -388,7 +471,7 @@ class Evaluator:
             if any(isinstance(e, ast.Starred) for e in node.elts):
                 raise Unresolved(f"`{_text(node)}`", line)
             items = [self.value(e) for e in node.elts]
-            return _bounded(tuple(items) if isinstance(node, ast.Tuple) else set(items) if isinstance(node, ast.Set) else items, line)
+            return self._built(_bounded(tuple(items) if isinstance(node, ast.Tuple) else set(items) if isinstance(node, ast.Set) else items, line), node)
         if isinstance(node, ast.Dict):
             return {self.value(k) if k is not None else None: self.value(v) for k, v in zip(node.keys, node.values, strict=True)}
         if isinstance(node, (ast.ListComp, ast.GeneratorExp, ast.SetComp)):
@@ -405,6 +488,7 @@ class Evaluator:
         line = getattr(node, "lineno", 0)
         if _is_number(left) and _is_number(right):
             if isinstance(op, (ast.FloorDiv, ast.Mod, ast.Div)) and right == 0:
+                self.failed_operation(f"ZeroDivisionError: `{_text(node)}` divides by zero", node)
                 raise Unresolved("a division by zero", line)
             operations = {ast.Add: lambda: left + right, ast.Sub: lambda: left - right, ast.Mult: lambda: left * right,
                           ast.FloorDiv: lambda: left // right, ast.Mod: lambda: left % right, ast.Div: lambda: left / right}
@@ -417,6 +501,9 @@ class Evaluator:
             return left + right
         if isinstance(op, ast.Mult) and isinstance(left, list) and isinstance(right, int) and 0 <= right * len(left) <= _MAX_ITEMS:
             return left * right
+        refused = _refused_operands(op, left, right)
+        if refused:
+            self.failed_operation(f"TypeError: `{_text(node)}`: {refused}", node)
         raise Unresolved(f"`{_text(node)}`", line)
 
     def _compare(self, node: ast.Compare) -> bool:
@@ -428,7 +515,12 @@ class Evaluator:
             if isinstance(op, (ast.Is, ast.IsNot)) and (left is OPAQUE or right is OPAQUE):
                 ok = isinstance(op, ast.IsNot)  # an unknown object is never None
             else:
-                ok = _compare(op, left, right, node)
+                try:
+                    ok = _compare(op, left, right, node)
+                except Unresolved:
+                    if isinstance(op, (ast.Lt, ast.LtE, ast.Gt, ast.GtE)) and _plain(left) and _plain(right):
+                        self.failed_operation(f"TypeError: `{_text(node)}` orders {_kind(left)} against {_kind(right)}", node)
+                    raise
             if not ok:
                 return False
             left = right
@@ -446,7 +538,8 @@ class Evaluator:
                 self._tick(node)
                 self._assign(generator.target, item)
                 if all(self.truth(test) for test in generator.ifs):
-                    out.append(self.value(node.elt))
+                    out.append(self._built(self.value(node.elt), node))
+                    self._built((None,), node)  # the slot it takes in the list
         finally:
             self.env = saved
         return set(out) if isinstance(node, ast.SetComp) else out
@@ -483,8 +576,8 @@ class Evaluator:
     def _lenient_value(self, node: ast.expr) -> Any:
         try:
             return self.value(node)
-        except Unresolved:
-            if not self.lenient:
+        except Unresolved as problem:
+            if not self.lenient or isinstance(problem, Exhausted):
                 raise
             return OPAQUE
 
@@ -509,8 +602,14 @@ class Evaluator:
                 if any(a is OPAQUE for a in args) or len(kwargs) != len(node.keywords):
                     raise Unresolved(f"`{_text(node)}`", line)
                 try:
-                    return _bounded(_BUILTINS[name](*args, **kwargs), line)
-                except (TypeError, ValueError) as exc:
+                    # The cost of a builtin on long lists is charged before it is paid.
+                    for arg in args:
+                        self._built(arg if isinstance(arg, (list, tuple, set, dict)) else (), node)
+                    return self._built(_bounded(_BUILTINS[name](*args, **kwargs), line), node)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    if not isinstance(exc, _TooLong) and all(_plain(a) for a in (*args, *kwargs.values())):
+                        # ``range(None)``, ``int("x")``: Python raises the same on these values.
+                        self.failed_operation(f"{type(exc).__name__}: `{_text(node)}` ({exc})", node)
                     raise Unresolved(f"`{_text(node)}` ({exc})", line) from None
             if name == "super":
                 return _SUPER
@@ -569,6 +668,8 @@ class Evaluator:
             return self.has_attribute(base, key, node)
         try:
             return self.attribute_of(base, key, node)
+        except Exhausted:
+            raise
         except Unresolved:
             if len(node.args) >= 3 and self.has_attribute(base, key, node) is False:
                 return self.value(node.args[2])

@@ -13,10 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3lint.verify.configs import ACCEPTANCE, CRASH, OK, PROBLEM, UNKNOWN, PreflightResult
+from eagle3lint.verify.model_files import describe
 from eagle3lint.verify.pair.capture_map import CaptureRule, capture_rule, describe_state
 from eagle3lint.verify.pair.context import PairContext
 from eagle3lint.verify.pair.draft_class import width_guard
 from eagle3lint.verify.pair.drafter import (
+    MAX_IDS,
     DrafterIds,
     framework_defaults,
     layer_ids,
@@ -78,6 +80,17 @@ def check_layer_ids(ctx: PairContext, result: PreflightResult) -> LayerMap | Non
         result.add(CHECK, OK, "the drafter sets eagle_config.use_aux_hidden_state false: it takes the target's final hidden state, no aux layers", evidence=[_config("eagle_config.use_aux_hidden_state")])
         return None
     reads = keys_read(ctx.code, ctx.facts, ctx.launch.runner)
+    unreadable = _unreadable_read(drafter, reads)
+    if unreadable is not None:
+        # The value the runner reads is no list of ids, whichever other key holds valid ones.
+        value = drafter.get(unreadable.key)
+        result.add(
+            CHECK, PROBLEM,
+            f"{drafter.path}/config.json: `{unreadable.key}` is {describe(value)}, not a list of at most {MAX_IDS} integers "
+            f"({ctx.where} reads it: {ctx.rel(unreadable.path)}:{unreadable.line})",
+            CRASH, evidence=[_config(unreadable.key)],
+        )
+        return None
     passed, read = _passed_ids(drafter, reads)
     try:
         setter, rule, values = _capture(ctx, passed, n)
@@ -150,6 +163,21 @@ def _passed_ids(drafter: Any, reads: list[KeyRead]) -> tuple[list[int] | None, K
         if ids:  # the runners treat an empty list as "none given"
             return ids, read
     return None, None
+
+
+def _unreadable_read(drafter: Any, reads: list[KeyRead]) -> KeyRead | None:
+    """The first key the runner reads, in its order, whose value is present but no list of
+    ids (up to the key whose ids it takes)."""
+    for read in reads:
+        value = drafter.get(read.key)
+        if value is None:
+            continue
+        ids = layer_ids(value)
+        if ids is None:
+            return read
+        if ids:
+            return None
+    return None
 
 
 def _aux_off(drafter: Any) -> bool:

@@ -17,7 +17,7 @@ from typing import Any
 
 from eagle3lint.capture import CaptureAnalysis
 from eagle3lint.index import ClassRef
-from eagle3lint.verify.pair.evaluate import OPAQUE, Evaluator, Unresolved
+from eagle3lint.verify.pair.evaluate import OPAQUE, Budget, Evaluator, Unresolved
 from eagle3lint.verify.pair.facts import PairFacts
 from eagle3lint.verify.pair.source import Method, ReleaseCode
 
@@ -82,11 +82,12 @@ class _Context:
     pp: bool
     result: SetterResult = field(default_factory=SetterResult)
     written: dict[tuple[str, ...], Any] = field(default_factory=dict)
+    budget: Budget = field(default_factory=Budget)  # one for the setter and the methods it calls
 
 
 class _Run(Evaluator):
     def __init__(self, ctx: _Context, method: Method, instance: ClassRef, base: tuple[str, ...], env: dict[str, Any], depth: int) -> None:
-        super().__init__(env)
+        super().__init__(env, budget=ctx.budget)
         self.source = method.path
         self.ctx = ctx
         self.method = method
