@@ -149,6 +149,9 @@ def config_option(func: F) -> F:
 @click.option("--statistics", is_flag=True, help="Instead of the findings, how many there are of each rule (JSON with --format json).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification and verdict.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, nothing at all when there are none.")
+@click.option("--fix", "fix_now", is_flag=True, help="Write the fixes first (as `eagle3lint fix --apply`), then report what remains.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff instead of the findings (as `eagle3lint fix`); nothing is written.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, unsafe fixes too; marks ([*]) the findings they fix.")
 @launch_options
 def check(
     paths: tuple[Path, ...],
@@ -172,9 +175,12 @@ def check(
     statistics: bool,
     verbose: bool,
     quiet: bool,
+    fix_now: bool,
+    show_diff: bool,
+    unsafe_fixes: bool,
     engine_option: tuple[str, ...],
 ) -> None:
-    """Check model classes against the engine's EAGLE-3 contract."""
+    """Check model classes against the engine's EAGLE-3 contract (`--fix`: fix first, `--diff`: show the fixes)."""
     from eagle3lint.file_scope import engine_files, is_file_list
     from eagle3lint.settings_load import load as load_settings
 
@@ -185,6 +191,17 @@ def check(
         raise UsageError("--quiet and --verbose contradict each other")
     if write_baseline_file is not None or no_baseline:
         settings.baseline = None  # a new baseline records every finding, not only new ones
+    unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
+    if fix_now or show_diff:
+        status = _check_fixes(
+            show_diff, paths=paths, engine=engine, engine_root=engine_root, release=release, config_file=config_file,
+            select=select, extend_select=extend_select, ignore=ignore, exclude=exclude, extend_exclude=extend_exclude,
+            baseline_file=baseline_file, no_baseline=no_baseline, write_baseline_file=write_baseline_file, no_cache=no_cache,
+            statistics=statistics, exit_zero=exit_zero, quiet=quiet, unsafe_fixes=unsafe_fixes, engine_options=engine_option,
+            both=fix_now and show_diff,
+        )
+        if show_diff or status == EXIT_ERROR:
+            sys.exit(status)
     # The baseline files are checked before the run: a folder, a pipe or a device named there
     # is refused at once, not read (or waited on) after a long analysis.
     from eagle3lint.baseline import baseline_target, check_baseline_file
@@ -229,7 +246,10 @@ def check(
             baseline=None if write_baseline_file else baseline_file,
             # Each finding's fix (applicability, description, diff), in the formats that carry it.
             with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
+            # The concise lines mark what `fix --apply` fixes ([*]): the fixes without their diffs.
+            fix_marks=chosen_format == "concise" and write_baseline_file is None and not statistics,
         )
+        result.unsafe_fixes = unsafe_fixes
         say_errors(result.errors)
         if result.baseline_skipped and reading is not None and not quiet:
             from eagle3lint.report.paths import engine_label
@@ -270,6 +290,31 @@ def check(
     threshold = fail_on or settings.fail_on
     failing = any(fails(result.findings, threshold) for result, _ in results) and not exit_zero
     sys.exit(EXIT_FINDINGS if failing else EXIT_CLEAN)
+
+
+def _check_fixes(show_diff: bool, *, both: bool, select: tuple[str, ...], extend_select: tuple[str, ...], **options: Any) -> int:
+    """``check --fix`` and ``check --diff``, as ruff takes them: ``fix --apply`` (the check then
+    reports what remains) or ``fix``'s dry run, with the check's selection; the fix's exit status."""
+    if both:
+        raise UsageError("--fix writes the fixes, --diff only shows them: give one")
+    flag = "--diff" if show_diff else "--fix"
+    for name, option, why in (
+        ("write_baseline_file", "--write-baseline", "a baseline records findings, not fixes"),
+        ("statistics", "--statistics", "the counts are of findings, not fixes"),
+        ("baseline_file", "--baseline", "the fixes take the settings' baseline, or none with --no-baseline"),
+    ):
+        if options.pop(name):
+            raise UsageError(f"{flag} and {option} do not go together ({why})")
+    if extend_select:
+        raise UsageError(f"{flag} fixes the rules --select names (or the default ones): --extend-select does not go with it")
+    ctx = click.get_current_context()
+    fix_command = cli.get_command(ctx, "fix")  # loaded by name, as the group loads it
+    assert fix_command is not None
+    try:
+        ctx.invoke(fix_command, apply_fixes=not show_diff, select=select, **options)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    return EXIT_CLEAN
 
 
 def say_errors(errors: list[FileError], prefix: str = "") -> None:

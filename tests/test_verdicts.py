@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES, read_from, run_cli, run_json
+from tests.helpers import FIXTURES, read_from, run_cli, run_json, summary_of
 
 TREE = FIXTURES / "sglang_basic"
 EXPECTED = json.loads((TREE / "expected.json").read_text())
@@ -201,7 +201,7 @@ def test_min_severity_keeps_the_errors_and_says_how_many_it_left_out() -> None:
         assert errors.returncode == 1
         lines = [line for line in errors.stdout.splitlines() if ": E3L" in line]
         assert lines and all(line.split(": ", 2)[1].endswith(" error") for line in lines)
-        assert f"({below} below --min-severity error; " in errors.stdout.splitlines()[-1]
+        assert f"({below} below --min-severity error; " in summary_of(errors.stdout)
     _code, data = run_json("models", TREE, "--min-severity", "error")
     statuses = {m["status"] for m in data["models"]}
     assert "supported" not in statuses and "broken" in statuses
