@@ -5,8 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import pytest
+
 from tests.fix_helpers import copy_before, tree_bytes
-from tests.helpers import FIXTURES, run_cli
+from tests.helpers import FIXTURES, REPO, release_root, run_cli, run_json
 
 FINDING = re.compile(r"^\S+:\d+:\d+: (E3L\d{3})( \[\*\])? (error|warning|info): ")
 
@@ -71,3 +73,124 @@ def test_check_fix_and_diff_refuse_what_does_not_go_with_them(tmp_path: Path) ->
         done = run_cli("check", "--no-cache", *flags, root)
         assert done.returncode == 2 and "eagle3lint: error:" in done.stderr, (flags, done.stderr)
     assert tree_bytes(root) == before
+
+
+# Item 9: a dry run's "would remain" is what the next check reports; the "not fixed" lines and
+# the summary use one count and one wording; the README's example is a real run.
+
+TBO_DECODER_FORWARD = '''        self.layers_to_capture = []
+        self.start_layer, self.end_layer, self.first_k_dense = 0, config.num_hidden_layers, 1
+        self.layers = nn.ModuleList([nn.Identity() for _ in range(config.num_hidden_layers)])
+
+    def forward(self, input_ids, positions, forward_batch):
+        hidden_states, residual = self.embed_tokens(input_ids), None
+        aux_hidden_states = []
+        end = self.end_layer
+        if forward_batch.can_run_tbo:
+            end = self.first_k_dense
+        for i in range(self.start_layer, end):
+            if i in self.layers_to_capture:
+                aux_hidden_states.append(hidden_states + residual)
+            hidden_states, residual = self.layers[i](positions, hidden_states, forward_batch, residual)
+        if len(aux_hidden_states) == 0:
+            return hidden_states
+        return hidden_states, aux_hidden_states
+'''
+
+HALF_MODEL = '''\
+from torch import nn
+
+from sglang.srt.layers.vocab import ParallelLMHead, VocabParallelEmbedding
+
+
+class HalfModel(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.embed_tokens = VocabParallelEmbedding(config.vocab_size, config.hidden_size)
+
+
+class HalfForCausalLM(nn.Module):
+    """EAGLE-3's getter, not its setter."""
+
+    def __init__(self, config):
+        super().__init__()
+        self.model = HalfModel(config)
+        self.lm_head = ParallelLMHead(config.vocab_size, config.hidden_size)
+        self.capture_aux_hidden_states = False
+
+    def get_embed_and_head(self):
+        return self.model.embed_tokens.weight, self.lm_head.weight
+
+
+class HalfVLForConditionalGeneration(nn.Module):
+    def __init__(self, config):
+        super().__init__()
+        self.language_model = HalfForCausalLM(config.text_config)
+
+    def forward(self, input_ids, positions, forward_batch):
+        return self.language_model(input_ids, positions, forward_batch)
+
+
+EntryClass = [HalfForCausalLM, HalfVLForConditionalGeneration]
+'''
+
+REMAIN = re.compile(r"^(\d+) findings? (?:would remain|remains?): (.*)\.$", re.MULTILINE)
+
+
+def _fix_wrapper_with_tbo_and_half(tmp_path: Path) -> Path:
+    """fix_wrapper's tree, its decoder skipping the capture loop under two-batch overlap (an
+    E3L107 note, information with the option off, that each wrapper fixed to delegate meets
+    too), and a wrapper whose delegation fix would leave it broken (not fixed)."""
+    root = copy_before("fix_wrapper", tmp_path)
+    leaf = root / "sglang/srt/models/leaf.py"
+    leaf.write_text(leaf.read_text().replace("        self.layers_to_capture = []\n", TBO_DECODER_FORWARD, 1))
+    (root / "sglang/srt/models/half.py").write_text(HALF_MODEL)
+    return root
+
+
+def test_fix_would_remain_is_what_the_next_check_reports(tmp_path: Path) -> None:
+    root = _fix_wrapper_with_tbo_and_half(tmp_path)
+    dry = run_cli("fix", "--no-cache", root)
+    remain = REMAIN.search(dry.stderr)
+    assert remain is not None, dry.stderr
+    # The two wrappers fixed to delegate meet their decoder's two-batch-overlap note: new.
+    assert "2 are new in the fixed tree" in remain[2], dry.stderr
+    applied = run_cli("fix", "--no-cache", "--apply", root)
+    _, after = run_json("check", "--no-cache", root)
+    assert len(after["findings"]) == int(remain[1]), (dry.stderr, applied.stderr)
+    again = REMAIN.search(applied.stderr)
+    assert again is not None and again[1] == remain[1] and again[2] == remain[2].replace("will show", "shows")
+
+
+def test_not_fixed_lines_and_the_summary_use_one_count_and_one_wording(tmp_path: Path) -> None:
+    root = _fix_wrapper_with_tbo_and_half(tmp_path)
+    dry = run_cli("fix", "--no-cache", root)
+    lines = [line for line in dry.stderr.splitlines() if " not fixed: " in line]
+    # (The summary said "1 has a fix that would leave its model incomplete" of this "broken" one.)
+    assert lines == [
+        "sglang/srt/models/half.py:25: E3L004 `HalfVLForConditionalGeneration.get_embed_and_head` not fixed: "
+        "it would leave `HalfVLForConditionalGeneration` broken (crash: E3L001: lacks `set_eagle3_layers_to_capture`)"
+    ]
+    remain = REMAIN.search(dry.stderr)
+    assert remain is not None and remain[2].startswith("1 not fixed (reasons above), "), dry.stderr
+
+
+def _readme_fix_example() -> tuple[list[str], list[str]]:
+    """The README's fix example: the command's arguments and the lines it shows."""
+    text = (REPO / "README.md").read_text()
+    block = re.search(r"```text\n\$ eagle3lint (fix --release \S+) > fix\.patch\n(.*?)```", text, re.DOTALL)
+    assert block is not None, "the README's fix example"
+    return block[1].split(), block[2].splitlines()
+
+
+@pytest.mark.release
+def test_the_readme_fix_example_is_a_real_run(tmp_path: Path) -> None:
+    from eagle3lint.releases import cache_root
+
+    args, shown = _readme_fix_example()
+    release_root(args[-1])
+    done = run_cli(*args, cwd=tmp_path)
+    assert done.returncode == 1, done.stderr
+    got = done.stderr.replace(str(cache_root()), "~/.cache/eagle3lint").splitlines()
+    assert got == shown
+    assert done.stdout.startswith("--- a/sglang/")
