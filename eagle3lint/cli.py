@@ -56,14 +56,16 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
     """``--select E3L001,wrapper-delegation-gap --select E3L1``: codes, prefixes or rule names
     (comma-separated, repeatable), as codes; one that names nothing is a usage error."""
     from eagle3lint.engines import known_rule_codes
-    from eagle3lint.rule_codes import resolve_code
+    from eagle3lint.rule_codes import did_you_mean, resolve_code
 
     known = known_rule_codes()
     out: list[str] = []
     for value in _split_list(values):
         code = resolve_code(value, known)
         if code is None:
-            raise UsageError(f"unknown rule code {value!r} (a code, a prefix of one, or a rule's name: see `eagle3lint rules`)")
+            raise UsageError(
+                f"unknown rule code {value!r}{did_you_mean(value, known)} (a code, a prefix of one, or a rule's name: see `eagle3lint rules`)"
+            )
         out.append(code)
     return out
 
@@ -575,7 +577,10 @@ def explain(code: str, engine: str | None, release: str | None) -> None:
 
     rule = rule_registry().by_code(code)
     if rule is None:
-        raise UsageError(f"unknown rule {code!r} (see `eagle3lint rules`)")
+        from eagle3lint.engines import known_rule_codes
+        from eagle3lint.rule_codes import did_you_mean
+
+        raise UsageError(f"unknown rule {code!r}{did_you_mean(code, known_rule_codes())} (see `eagle3lint rules`)")
     click.echo(rule.documentation(_explained_engine(engine, release)), nl=False)
 
 

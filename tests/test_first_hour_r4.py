@@ -194,3 +194,30 @@ def test_the_readme_fix_example_is_a_real_run(tmp_path: Path) -> None:
     got = done.stderr.replace(str(cache_root()), "~/.cache/eagle3lint").splitlines()
     assert got == shown
     assert done.stdout.startswith("--- a/sglang/")
+
+
+# Item 12: did-you-mean for rule codes and names, in explain, --select/--ignore and the settings.
+
+
+def test_explain_suggests_the_rule_meant() -> None:
+    done = run_cli("explain", "wraper-delegation-gap")
+    assert done.returncode == 2
+    assert "unknown rule 'wraper-delegation-gap'; did you mean `wrapper-delegation-gap` (E3L004)?" in done.stderr
+    code = run_cli("explain", "E3L0004")
+    assert code.returncode == 2 and "did you mean `E3L004` (wrapper-delegation-gap)?" in code.stderr
+    nothing = run_cli("explain", "no-such-thing-at-all")
+    assert nothing.returncode == 2 and "did you mean" not in nothing.stderr
+
+
+def test_select_and_ignore_suggest_the_rule_meant(tmp_path: Path) -> None:
+    tree = FIXTURES / "vllm_legacy"
+    select = run_cli("check", "--select", "E3L001,signature_mismatch", tree)
+    assert select.returncode == 2
+    assert "unknown rule code 'signature_mismatch'; did you mean `signature-mismatch` (E3L005)?" in select.stderr
+    ignore = run_cli("check", "--ignore", "capture-skiped-under-option", tree)
+    assert ignore.returncode == 2 and "did you mean `capture-skipped-under-option` (E3L107)" in ignore.stderr
+    fix = run_cli("fix", "--select", "stub-methd", tree)
+    assert fix.returncode == 2 and "did you mean `stub-method` (E3L003)?" in fix.stderr
+    (tmp_path / "pyproject.toml").write_text('[tool.eagle3lint]\nignore = ["stub-methd"]\n')
+    settings = run_cli("check", tree, cwd=tmp_path)
+    assert settings.returncode == 2 and "did you mean `stub-method` (E3L003)?" in settings.stderr
