@@ -119,7 +119,7 @@ class _LazyGroup(click.Group):
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eagle3lint")
 def cli() -> None:
-    """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM)."""
+    """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM, LMDeploy)."""
 
 
 def config_option(func: F) -> F:
@@ -559,12 +559,38 @@ def _history_progress() -> Callable[[str], None] | None:
 
 @cli.command()
 def rules() -> None:
-    """List every rule with its code, name and summary."""
+    """List every rule with its code, name and summary (wrapped to the terminal's width)."""
     from eagle3lint.engines import rule_registry
 
+    width = _text_width()
     for rule in rule_registry():
         default = "" if rule.default_enabled else " (off by default)"
-        click.echo(f"{rule.code}  {rule.name:<28} {rule.severity:<8} fix: {rule.fix_safety:<13} {rule.summary()}{default}")
+        head = f"{rule.code}  {rule.name:<28} {rule.severity:<8} fix: {rule.fix_safety:<13} "
+        for line in _hanging(head, f"{rule.summary()}{default}", width):
+            click.echo(line)
+
+
+def _text_width() -> int | None:
+    """The terminal's width (``COLUMNS`` where set), or None off a terminal: a pipe gets whole
+    lines, one per item, for ``grep``."""
+    import os
+    import shutil
+
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        return None
+    return max(shutil.get_terminal_size().columns, 40)
+
+
+def _hanging(head: str, text: str, width: int | None) -> list[str]:
+    """``head`` then ``text``, wrapped to ``width``: the text's lines under its first one, or,
+    where that leaves it less than 40 columns, all under the head, indented."""
+    if width is None:
+        return [head + text]
+    import textwrap
+
+    if width - len(head) >= 40:
+        return textwrap.wrap(text, width, initial_indent=head, subsequent_indent=" " * len(head), break_on_hyphens=False)
+    return [head.rstrip(), *textwrap.wrap(text, width, initial_indent="        ", subsequent_indent="        ", break_on_hyphens=False)]
 
 
 @cli.command()

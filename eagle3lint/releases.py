@@ -240,6 +240,9 @@ def _cached_or_fetched(
         if marker.exists():  # fetched by another process while this one waited
             os.utime(marker)
             return False
+        # The index first: a release it does not have is said at once, with no "fetching" line
+        # before it (the listing is kept: the download does not ask again).
+        _wheel_link(name, version)
         announce(f"eagle3lint: fetching {name}=={version} source into {target} ...")
         _unpack(folder, target, name, version, wanted, f"{name}/**/*.py", missing)
     return True

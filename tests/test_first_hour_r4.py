@@ -221,3 +221,57 @@ def test_select_and_ignore_suggest_the_rule_meant(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text('[tool.eagle3lint]\nignore = ["stub-methd"]\n')
     settings = run_cli("check", tree, cwd=tmp_path)
     assert settings.returncode == 2 and "did you mean `stub-method` (E3L003)?" in settings.stderr
+
+
+# Item 13: width and slips.
+
+
+def test_rules_wrap_to_the_terminal_and_stay_whole_in_a_pipe() -> None:
+    from tests.helpers import plain_environ
+
+    wide = run_cli("rules", env={**plain_environ(), "COLUMNS": "120"})
+    assert wide.returncode == 0
+    assert max(len(line) for line in wide.stdout.splitlines()) <= 120
+    assert wide.stdout.startswith("E3L001  missing-target-method ")
+    narrow = run_cli("rules", env={**plain_environ(), "COLUMNS": "70"})
+    assert max(len(line) for line in narrow.stdout.splitlines()) <= 70
+    assert narrow.stdout.splitlines()[1].startswith("        Reports ")  # the summary under its rule
+    # Every rule's words are all there, in order, whatever the width.
+    piped = run_cli("rules", env={k: v for k, v in plain_environ().items() if k != "COLUMNS"})
+    whole = [line for line in piped.stdout.splitlines() if line.startswith("E3L")]
+    assert len(whole) == len(piped.stdout.splitlines())  # one line per rule in a pipe
+    assert " ".join(narrow.stdout.split()) == " ".join(piped.stdout.split()) == " ".join(wide.stdout.split())
+
+
+def test_markdown_names_the_architectures_of_every_row() -> None:
+    done = run_cli("models", FIXTURES / "sglang_basic", "--format", "markdown")
+    rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| `")]
+    assert rows and all(row[1].strip() for row in rows), done.stdout
+    # SGLang serves a class under its own name.
+    assert "| `MissingForCausalLM` | MissingForCausalLM | " in done.stdout
+
+
+def test_no_doubled_outcome_and_one_layer_is_singular(tmp_path: Path) -> None:
+    from tests.fakes.model_folders import write_kimi_pair
+    from tests.fakes.sglang_tree import write_sglang_tree
+
+    verbose = run_cli("check", "-v", FIXTURES / "sglang_basic")
+    assert "broken (crash): E3L001: lacks `set_eagle3_layers_to_capture`" in verbose.stdout
+    assert "crash: crash:" not in verbose.stdout and "(crash): crash:" not in verbose.stdout
+    broken = write_sglang_tree(tmp_path / "broken")
+    target_dir, drafter_dir = write_kimi_pair(tmp_path / "models")
+    code, report = run_json("preflight", "--engine-root", broken, "--model-path", target_dir, "--draft-model-path", drafter_dir)
+    assert (code, report["outcome"]) == (1, "crash")
+    messages = [item["message"] for item in report["items"]]
+    target = next(m for m in messages if m.startswith("KimiK25ForConditionalGeneration: broken, crash"))
+    assert "crash: crash:" not in target, target
+    assert not any(re.search(r"\b1 layers\b", m) for m in messages), messages
+    assert any(re.search(r"\b1 layer\b", m) for m in messages), messages  # the one-layer drafter
+
+
+def test_help_and_choices_name_lmdeploy() -> None:
+    top = run_cli("--help")
+    assert "LMDeploy" in " ".join(top.stdout.split())
+    for command in ("preflight", "verify"):
+        done = run_cli(command, "--help")
+        assert "[sglang|vllm|lmdeploy]" in done.stdout, (command, done.stdout)

@@ -53,6 +53,8 @@ def index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> FakeIndex:
         return transfer
 
     monkeypatch.setattr(releases, "read_wheel_files", download)
+    # (The index is asked whether it has the release before "fetching" is said: it has.)
+    monkeypatch.setattr(releases, "_wheel_link", lambda name, version: None)
     return fake
 
 

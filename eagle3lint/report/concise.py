@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.report.colour import Painter, painter_for
 from eagle3lint.report.paths import engine_label, line_path, line_text
-from eagle3lint.verdicts import status_counts
+from eagle3lint.verdicts import status_counts, without_outcome
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -127,7 +127,8 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     for model in sorted(shown, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         outcome = f" ({model.outcome})" if model.outcome else ""
-        verdict = f"; {model.status}{outcome}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
+        reason = without_outcome(model.status_reason, model.outcome)
+        verdict = f"; {model.status}{outcome}: {reason}" if model.status and model.status != "not-a-target" else ""
         origin = f"; {model.origin}" if model.origin else ""
         say(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}")
     for entry in result.unresolved:

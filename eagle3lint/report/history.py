@@ -208,7 +208,7 @@ def write_markdown(history: History, out: TextIO) -> None:
         broken = m.last_broken(history.releases)
         cells = [
             f"`{markdown_cell(m.name)}`{markdown_cell(variant)}",
-            markdown_cell(", ".join(a for a in m.architectures if a != m.name)),
+            markdown_cell(", ".join(m.architectures)),
             *(markdown_cell(words(m.cells.get(g[0]))) for g in columns),
             markdown_cell(m.first_supported(history.releases) or ""),
             markdown_cell(f"{broken[0]} ({', '.join(broken[1])})" if broken and broken[1] else broken[0] if broken else ""),
