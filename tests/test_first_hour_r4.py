@@ -275,3 +275,75 @@ def test_help_and_choices_name_lmdeploy() -> None:
     for command in ("preflight", "verify"):
         done = run_cli(command, "--help")
         assert "[sglang|vllm|lmdeploy]" in done.stdout, (command, done.stdout)
+
+
+# Item 4: a history keys a class by its registered architectures across releases; platform
+# packages are a column, not new rows; "first ok" says "≤" where earlier releases were not read.
+
+
+def _vllm_move_history() -> object:
+    """vLLM 0.33.0 -> 0.34.0 in small: Beam moves into the [amd] and [nvidia] packages (the same
+    support); Kimi's platforms disagree (a row each); Mistral appears in 0.34.0."""
+    from eagle3lint.history import Cell, History
+
+    ok, refused = Cell("supported", "works", ()), Cell("incomplete", "refused", ("E3L017",))
+    history = History("vllm", ["vllm==0.33.0,0.34.0"], ["0.33.0", "0.34.0"], releases=["0.33.0", "0.34.0"])
+    history.add("0.33.0", "BeamForCausalLM", None, ["BeamForCausalLM"], ok)
+    history.add("0.33.0", "KimiLinearForCausalLM", "amd", ["KimiLinearForCausalLM"], refused)
+    history.add("0.33.0", "KimiLinearForCausalLM", "nvidia", ["KimiLinearForCausalLM"], ok)
+    for variant in ("amd", "nvidia"):
+        history.add("0.34.0", "BeamForCausalLM", variant, ["BeamForCausalLM"], ok)
+        history.add("0.34.0", "KimiLinearForCausalLM", variant, ["KimiLinearForCausalLM"], refused if variant == "amd" else ok)
+        history.add("0.34.0", "MistralLarge4ForCausalLM", variant, ["MistralLarge4ForCausalLM"], ok)
+    history.finish()
+    return history
+
+
+def test_a_class_moved_into_platform_packages_stays_one_row(monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import json
+
+    from eagle3lint.history import History
+    from eagle3lint.report.history import footer, shown_models, write_json, write_table
+
+    history = _vllm_move_history()
+    assert isinstance(history, History)
+    rows = {m.label(): m for m in history.models}
+    assert sorted(rows) == ["BeamForCausalLM", "KimiLinearForCausalLM [amd]", "KimiLinearForCausalLM [nvidia]", "MistralLarge4ForCausalLM"]
+    beam = rows["BeamForCausalLM"]
+    assert beam.changes(history.releases) == []
+    assert beam.platforms(history.releases) == "amd, nvidia (0.34.0)"
+    assert rows["MistralLarge4ForCausalLM"].platforms(history.releases) == "amd, nvidia"
+    # Nothing changed but Mistral's arrival.
+    assert "4 model classes, 1 changed" in footer(history, shown_models(history))[-1]
+    out = io.StringIO()
+    monkeypatch.setenv("COLUMNS", "120")
+    write_table(history, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0].split() == ["class", "variants", "0.33.0", "0.34.0", "first", "ok", "last", "broken"]
+    assert [line.split()[0] for line in lines[1:5]].count("BeamForCausalLM") == 1
+    out = io.StringIO()
+    write_json(history, out)
+    (row,) = [m for m in json.loads(out.getvalue())["models"] if m["class"] == "BeamForCausalLM"]
+    assert row["variant"] is None and row["variants"] == {"0.34.0": ["amd", "nvidia"]}
+    assert row["changes"] == [] and row["first_supported"] == "0.33.0"
+
+
+def test_first_ok_says_at_most_where_earlier_releases_were_not_read() -> None:
+    from eagle3lint.history import History
+    from eagle3lint.report.history import first_ok_text
+
+    history = _vllm_move_history()
+    assert isinstance(history, History)
+    rows = {m.label(): m for m in history.models}
+    # Without the index's list: the first release analysed may not be the first.
+    assert first_ok_text(history, rows["BeamForCausalLM"]) == "≤ 0.33.0"
+    assert first_ok_text(history, rows["MistralLarge4ForCausalLM"]) == "0.34.0"  # absent from 0.33.0: new
+    # The index lists earlier releases: the range started after them.
+    history.published = ["0.34.0", "0.33.0", "0.32.1", "0.32.0", "0.33.0rc1"]
+    assert first_ok_text(history, rows["BeamForCausalLM"]) == "≤ 0.33.0"
+    assert first_ok_text(history, rows["MistralLarge4ForCausalLM"]) == "0.34.0"
+    assert first_ok_text(history, rows["KimiLinearForCausalLM [amd]"]) is None
+    # The first release published: nothing before it.
+    history.published = ["0.34.0", "0.33.0", "0.33.0rc1"]
+    assert first_ok_text(history, rows["BeamForCausalLM"]) == "0.33.0"

@@ -130,6 +130,25 @@ def test_the_table_collapses_what_did_not_change_and_fits_the_terminal(index: Fa
     assert "| `WrapperAttrForConditionalGeneration` | WrapperAttrForConditionalGeneration | broken (crash) | supported | 9.2.0 | 9.1.1 (E3L004) |" in markdown
 
 
+def test_first_ok_says_at_most_where_the_range_starts_after_the_first_release(index: FakeIndex, tmp_path: Path) -> None:
+    """Issue 27, item 4: a class supported in the first release of a range that starts after the
+    index's first release may have been supported before it: "≤ 9.1.0"."""
+    code, data, err = _history(index, tmp_path, "--release", "sglang>=9.1,<9.3")
+    assert code == 0, err
+    llama = _row(data, "FixLlamaForCausalLM")
+    assert (llama["first_supported"], llama["first_supported_or_earlier"]) == ("9.1.0", True)
+    wrapper = _row(data, "WrapperAttrForConditionalGeneration")  # broken in 9.1.0: 9.2.0 is its first
+    assert (wrapper["first_supported"], wrapper["first_supported_or_earlier"]) == ("9.2.0", False)
+    code, out, _ = _models(index, tmp_path, "--release", "sglang>=9.1,<9.3")
+    row = next(line for line in out.splitlines() if line.startswith("FixLlamaForCausalLM "))
+    assert "≤ 9.1.0" in row
+    # From the first release published, the first one analysed is the first there is.
+    code, data, err = _history(index, tmp_path, "--release", "sglang>=9.0,<9.3")
+    assert code == 0, err
+    llama = _row(data, "FixLlamaForCausalLM")
+    assert (llama["first_supported"], llama["first_supported_or_earlier"]) == ("9.0.0", False)
+
+
 def test_model_narrows_and_pre_includes_pre_releases(index: FakeIndex, tmp_path: Path) -> None:
     code, data, _ = _history(index, tmp_path, "--release", "sglang>=9.1", "--pre", "--model", "wrapperattr*", "--model", "PlainForCausalLM")
     assert code == 0
