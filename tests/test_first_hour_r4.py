@@ -347,3 +347,19 @@ def test_first_ok_says_at_most_where_earlier_releases_were_not_read() -> None:
     # The first release published: nothing before it.
     history.published = ["0.34.0", "0.33.0", "0.33.0rc1"]
     assert first_ok_text(history, rows["BeamForCausalLM"]) == "0.33.0"
+
+
+@pytest.mark.release
+def test_vllm_0_34_0_platform_packages_are_no_new_rows() -> None:
+    release_root("vllm==0.33.0")
+    release_root("vllm==0.34.0")
+    _, data = run_json("models", "--release", "vllm==0.33.0,0.34.0")
+    rows = [m for m in data["models"] if m["class"] == "BeamForCausalLM"]
+    assert len(rows) == 1, rows
+    (beam,) = rows
+    assert beam["variant"] is None and beam["variants"] == {"0.34.0": ["amd", "nvidia"]}
+    assert beam["changes"] == [] and {c["status"] for c in beam["history"].values()} == {"supported"}
+    assert beam["first_supported"] == "0.33.0" and beam["first_supported_or_earlier"]
+    for name in ("Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"):
+        (row,) = [m for m in data["models"] if m["class"] == name]
+        assert row["changes"] == [], row
