@@ -363,3 +363,16 @@ def test_vllm_0_34_0_platform_packages_are_no_new_rows() -> None:
     for name in ("Qwen3_5ForCausalLM", "Qwen3_5ForConditionalGeneration"):
         (row,) = [m for m in data["models"] if m["class"] == name]
         assert row["changes"] == [], row
+
+
+# Item 14 (in part): the suite's releases are kept out of the user's cache.
+
+
+def test_the_suite_keeps_its_releases_out_of_the_users_cache() -> None:
+    import os
+
+    from eagle3lint.releases import cache_root
+
+    user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint"
+    assert cache_root().resolve() != user.resolve()
+    assert user.resolve() not in cache_root().resolve().parents
