@@ -376,3 +376,60 @@ def test_the_suite_keeps_its_releases_out_of_the_users_cache() -> None:
     user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint"
     assert cache_root().resolve() != user.resolve()
     assert user.resolve() not in cache_root().resolve().parents
+
+
+# Item 15: releases of the project itself: the README's rev is the version, a changelog, and
+# `python -m build` makes an sdist and a wheel that install and run.
+
+
+def test_the_readme_rev_and_the_changelog_name_the_version() -> None:
+    from eagle3lint import __version__
+
+    revs = re.findall(r"^\s*rev: (\S+)", (REPO / "README.md").read_text(), re.MULTILINE)
+    assert revs == [f"v{__version__}"]
+    changelog = (REPO / "CHANGELOG.md").read_text()
+    assert re.search(rf"^## {re.escape(__version__)} \(\d{{4}}-\d\d-\d\d\)$", changelog, re.MULTILINE)
+
+
+@pytest.mark.build
+def test_the_wheel_builds_installs_and_runs(tmp_path: Path) -> None:
+    import os
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    from eagle3lint import __version__
+
+    # A copy of the tracked tree (no caches, no build leftovers), as a release is built.
+    source = tmp_path / "src"
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True)
+    if listed.returncode == 0:
+        for name in filter(None, listed.stdout.decode().split("\0")):
+            if (REPO / name).is_file():
+                (source / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(REPO / name, source / name)
+    else:  # an unpacked sdist: no git
+        shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".eagle3lint_cache", "__pycache__", "dist", "build", ".git"))
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONPYCACHEPREFIX")}
+    dist = tmp_path / "dist"
+    built = subprocess.run([sys.executable, "-m", "build", "--outdir", str(dist), str(source)], capture_output=True, text=True, env=env, timeout=600)
+    assert built.returncode == 0, built.stdout[-2000:] + built.stderr[-2000:]
+    wheel = dist / f"eagle3lint-{__version__}-py3-none-any.whl"
+    assert wheel.is_file() and (dist / f"eagle3lint-{__version__}.tar.gz").is_file()
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+    assert "eagle3lint/rules/sglang.toml" in names and not any(n.startswith(("tests/", "fixtures/")) for n in names)
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=300)
+    installed = subprocess.run([str(venv / "bin/pip"), "install", "-q", str(wheel)], capture_output=True, text=True, env=env, timeout=600)
+    assert installed.returncode == 0, installed.stderr[-2000:]
+    tool = venv / "bin/eagle3lint"
+    version = subprocess.run([str(tool), "--version"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert version.stdout.strip() == f"eagle3lint, version {__version__}"
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "sglang_basic", tree)
+    checked = subprocess.run([str(tool), "check", "--no-cache", "sglang"], capture_output=True, text=True, env=env, cwd=tree, timeout=300)
+    assert checked.returncode == 1 and "E3L001" in checked.stdout, checked.stderr
+    explained = subprocess.run([str(tool), "explain", "E3L004", "--engine", "sglang"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert explained.returncode == 0 and "## What it does" in explained.stdout
