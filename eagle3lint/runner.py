@@ -194,7 +194,8 @@ def _run_check(
         ctx.options = options
         result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
         fix_inputs: dict[str, str] = {}
-        if with_fixes:
+        # (Marks alone on a clean run: nothing to plan, and the fixer is not imported.)
+        if with_fixes is True or (with_fixes and result.findings):
             from eagle3lint.fix.attach import attach_fixes
 
             fix_inputs = attach_fixes(
