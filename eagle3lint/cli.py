@@ -56,14 +56,16 @@ def _split_codes(values: tuple[str, ...]) -> list[str]:
     """``--select E3L001,wrapper-delegation-gap --select E3L1``: codes, prefixes or rule names
     (comma-separated, repeatable), as codes; one that names nothing is a usage error."""
     from eagle3lint.engines import known_rule_codes
-    from eagle3lint.rule_codes import resolve_code
+    from eagle3lint.rule_codes import did_you_mean, resolve_code
 
     known = known_rule_codes()
     out: list[str] = []
     for value in _split_list(values):
         code = resolve_code(value, known)
         if code is None:
-            raise UsageError(f"unknown rule code {value!r} (a code, a prefix of one, or a rule's name: see `eagle3lint rules`)")
+            raise UsageError(
+                f"unknown rule code {value!r}{did_you_mean(value, known)} (a code, a prefix of one, or a rule's name: see `eagle3lint rules`)"
+            )
         out.append(code)
     return out
 
@@ -117,7 +119,7 @@ class _LazyGroup(click.Group):
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="eagle3lint")
 def cli() -> None:
-    """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM)."""
+    """Static compatibility linter for EAGLE-3 speculative decoding (SGLang, vLLM, LMDeploy)."""
 
 
 def config_option(func: F) -> F:
@@ -149,6 +151,9 @@ def config_option(func: F) -> F:
 @click.option("--statistics", is_flag=True, help="Instead of the findings, how many there are of each rule (JSON with --format json).")
 @click.option("-v", "--verbose", is_flag=True, help="Also list every model class with its classification and verdict.")
 @click.option("-q", "--quiet", is_flag=True, help="Only the findings: no summary, nothing at all when there are none.")
+@click.option("--fix", "fix_now", is_flag=True, help="Write the fixes first (as `eagle3lint fix --apply`), then report what remains.")
+@click.option("--diff", "show_diff", is_flag=True, help="Print the fixes as a unified diff instead of the findings (as `eagle3lint fix`); nothing is written.")
+@click.option("--unsafe-fixes", is_flag=True, help="With --fix or --diff, unsafe fixes too; marks ([*]) the findings they fix.")
 @launch_options
 def check(
     paths: tuple[Path, ...],
@@ -172,9 +177,12 @@ def check(
     statistics: bool,
     verbose: bool,
     quiet: bool,
+    fix_now: bool,
+    show_diff: bool,
+    unsafe_fixes: bool,
     engine_option: tuple[str, ...],
 ) -> None:
-    """Check model classes against the engine's EAGLE-3 contract."""
+    """Check model classes against the engine's EAGLE-3 contract (`--fix`: fix first, `--diff`: show the fixes)."""
     from eagle3lint.file_scope import engine_files, is_file_list
     from eagle3lint.settings_load import load as load_settings
 
@@ -185,6 +193,17 @@ def check(
         raise UsageError("--quiet and --verbose contradict each other")
     if write_baseline_file is not None or no_baseline:
         settings.baseline = None  # a new baseline records every finding, not only new ones
+    unsafe_fixes = unsafe_fixes or settings.unsafe_fixes
+    if fix_now or show_diff:
+        status = _check_fixes(
+            show_diff, paths=paths, engine=engine, engine_root=engine_root, release=release, config_file=config_file,
+            select=select, extend_select=extend_select, ignore=ignore, exclude=exclude, extend_exclude=extend_exclude,
+            baseline_file=baseline_file, no_baseline=no_baseline, write_baseline_file=write_baseline_file, no_cache=no_cache,
+            statistics=statistics, exit_zero=exit_zero, quiet=quiet, unsafe_fixes=unsafe_fixes, engine_options=engine_option,
+            both=fix_now and show_diff,
+        )
+        if show_diff or status == EXIT_ERROR:
+            sys.exit(status)
     # The baseline files are checked before the run: a folder, a pipe or a device named there
     # is refused at once, not read (or waited on) after a long analysis.
     from eagle3lint.baseline import baseline_target, check_baseline_file
@@ -229,7 +248,10 @@ def check(
             baseline=None if write_baseline_file else baseline_file,
             # Each finding's fix (applicability, description, diff), in the formats that carry it.
             with_fixes=chosen_format in ("json", "full") and write_baseline_file is None,
+            # The concise lines mark what `fix --apply` fixes ([*]): the fixes without their diffs.
+            fix_marks=chosen_format == "concise" and write_baseline_file is None and not statistics,
         )
+        result.unsafe_fixes = unsafe_fixes
         say_errors(result.errors)
         if result.baseline_skipped and reading is not None and not quiet:
             from eagle3lint.report.paths import engine_label
@@ -270,6 +292,31 @@ def check(
     threshold = fail_on or settings.fail_on
     failing = any(fails(result.findings, threshold) for result, _ in results) and not exit_zero
     sys.exit(EXIT_FINDINGS if failing else EXIT_CLEAN)
+
+
+def _check_fixes(show_diff: bool, *, both: bool, select: tuple[str, ...], extend_select: tuple[str, ...], **options: Any) -> int:
+    """``check --fix`` and ``check --diff``, as ruff takes them: ``fix --apply`` (the check then
+    reports what remains) or ``fix``'s dry run, with the check's selection; the fix's exit status."""
+    if both:
+        raise UsageError("--fix writes the fixes, --diff only shows them: give one")
+    flag = "--diff" if show_diff else "--fix"
+    for name, option, why in (
+        ("write_baseline_file", "--write-baseline", "a baseline records findings, not fixes"),
+        ("statistics", "--statistics", "the counts are of findings, not fixes"),
+        ("baseline_file", "--baseline", "the fixes take the settings' baseline, or none with --no-baseline"),
+    ):
+        if options.pop(name):
+            raise UsageError(f"{flag} and {option} do not go together ({why})")
+    if extend_select:
+        raise UsageError(f"{flag} fixes the rules --select names (or the default ones): --extend-select does not go with it")
+    ctx = click.get_current_context()
+    fix_command = cli.get_command(ctx, "fix")  # loaded by name, as the group loads it
+    assert fix_command is not None
+    try:
+        ctx.invoke(fix_command, apply_fixes=not show_diff, select=select, **options)
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else EXIT_ERROR
+    return EXIT_CLEAN
 
 
 def say_errors(errors: list[FileError], prefix: str = "") -> None:
@@ -520,12 +567,38 @@ def _history_progress() -> Callable[[str], None] | None:
 
 @cli.command()
 def rules() -> None:
-    """List every rule with its code, name and summary."""
+    """List every rule with its code, name and summary (wrapped to the terminal's width)."""
     from eagle3lint.engines import rule_registry
 
+    width = _text_width()
     for rule in rule_registry():
         default = "" if rule.default_enabled else " (off by default)"
-        click.echo(f"{rule.code}  {rule.name:<28} {rule.severity:<8} fix: {rule.fix_safety:<13} {rule.summary()}{default}")
+        head = f"{rule.code}  {rule.name:<28} {rule.severity:<8} fix: {rule.fix_safety:<13} "
+        for line in _hanging(head, f"{rule.summary()}{default}", width):
+            click.echo(line)
+
+
+def _text_width() -> int | None:
+    """The terminal's width (``COLUMNS`` where set), or None off a terminal: a pipe gets whole
+    lines, one per item, for ``grep``."""
+    import os
+    import shutil
+
+    if not os.environ.get("COLUMNS") and not sys.stdout.isatty():
+        return None
+    return max(shutil.get_terminal_size().columns, 40)
+
+
+def _hanging(head: str, text: str, width: int | None) -> list[str]:
+    """``head`` then ``text``, wrapped to ``width``: the text's lines under its first one, or,
+    where that leaves it less than 40 columns, all under the head, indented."""
+    if width is None:
+        return [head + text]
+    import textwrap
+
+    if width - len(head) >= 40:
+        return textwrap.wrap(text, width, initial_indent=head, subsequent_indent=" " * len(head), break_on_hyphens=False)
+    return [head.rstrip(), *textwrap.wrap(text, width, initial_indent="        ", subsequent_indent="        ", break_on_hyphens=False)]
 
 
 @cli.command()
@@ -538,7 +611,10 @@ def explain(code: str, engine: str | None, release: str | None) -> None:
 
     rule = rule_registry().by_code(code)
     if rule is None:
-        raise UsageError(f"unknown rule {code!r} (see `eagle3lint rules`)")
+        from eagle3lint.engines import known_rule_codes
+        from eagle3lint.rule_codes import did_you_mean
+
+        raise UsageError(f"unknown rule {code!r}{did_you_mean(code, known_rule_codes())} (see `eagle3lint rules`)")
     click.echo(rule.documentation(_explained_engine(engine, release)), nl=False)
 
 

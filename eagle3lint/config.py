@@ -233,7 +233,7 @@ def _check_keys(path: Path, where: str, table: dict[str, Any], allowed: dict[str
 
 def _codes(path: Path, where: str, key: str, values: list[Any], known: dict[str, str]) -> list[str]:
     """Rule codes, prefixes or names (``wrapper-delegation-gap``), as codes."""
-    from eagle3lint.rule_codes import resolve_code
+    from eagle3lint.rule_codes import did_you_mean, resolve_code
 
     out = []
     for value in values:
@@ -241,7 +241,10 @@ def _codes(path: Path, where: str, key: str, values: list[Any], known: dict[str,
             raise ConfigError(f"{path}: {where}: '{key}' must hold strings, found {value!r}")
         code = resolve_code(value, known)
         if code is None:
-            raise ConfigError(f"{path}: {where}: '{key}' names unknown rule code '{value}' (a code, a prefix of one, or a rule's name: `eagle3lint rules`)")
+            raise ConfigError(
+                f"{path}: {where}: '{key}' names unknown rule code '{value}'{did_you_mean(value, known)} "
+                "(a code, a prefix of one, or a rule's name: `eagle3lint rules`)"
+            )
         out.append(code)
     return out
 

@@ -9,7 +9,15 @@ since the one before. What is kept of each is one cell per model: its status, ou
 A row is a model class as the engine registers it: the same class name in two releases is one
 row where the architectures registered for it overlap (vLLM registers some class names twice,
 in different packages, for different architectures: two rows), and a class absent from a release
-has no cell there.
+has no cell there. Platform packages are no new class: where a release registers the class in
+several (vLLM 0.34.0's ``[amd]``, ``[nvidia]``), or moves it into them, the row says in which
+(``variants``, per release), and the class splits into a row per platform only where the
+platforms disagree on its status or outcome.
+
+"First supported" is the first release analysed where the class is supported; it is marked
+"or earlier" (``≤ 0.5.20``) where a release before it that the package index lists was not
+analysed (a range that starts after the engine's first release), or, without the index's list,
+where it is the first release analysed.
 
 A release that is published without a wheel is noted and skipped; a failure to fetch one (the
 network, a damaged wheel) ends the history there: what was analysed so far is still reported.
@@ -47,12 +55,14 @@ class Cell:
 @dataclass
 class ModelHistory:
     name: str  # the class's qualified name in its module
-    variant: str | None
+    variant: str | None  # the platform of a row split by platform (they disagree), else None
     architectures: list[str]
     cells: dict[str, Cell] = field(default_factory=dict)  # release -> cell; none where absent
+    # release -> the platform packages the class is registered in there (none: not in one)
+    variants: dict[str, list[str]] = field(default_factory=dict)
 
-    def matches(self, name: str, variant: str | None, architectures: list[str]) -> bool:
-        if (self.name, self.variant) != (name, variant):
+    def matches(self, name: str, architectures: list[str]) -> bool:
+        if self.name != name:
             return False
         return bool(set(self.architectures) & set(architectures)) or not (self.architectures or architectures)
 
@@ -88,6 +98,66 @@ class ModelHistory:
     def label(self) -> str:
         return f"{self.name} [{self.variant}]" if self.variant else self.name
 
+    def platforms(self, releases: list[str]) -> str:
+        """The variants column: ``amd, nvidia``, with the releases where that holds when it is
+        not every release the class is in (``amd, nvidia (0.34.0)``); empty where none."""
+        where: dict[tuple[str, ...], list[str]] = {}
+        for release in releases:
+            if release in self.cells:
+                where.setdefault(tuple(self.variants.get(release, ())), []).append(release)
+        named = {k: v for k, v in where.items() if k}
+        if not named:
+            return ""
+        present = [r for r in releases if r in self.cells]
+        parts = []
+        for names, some in named.items():
+            text = ", ".join(names)
+            parts.append(text if some == present else f"{text} ({_span(some, releases)})")
+        return "; ".join(parts)
+
+
+def _span(some: list[str], every: list[str]) -> str:
+    """``0.5.9 to 0.5.23`` for a run of consecutive releases, else the list."""
+    if len(some) > 1 and every[every.index(some[0]) : every.index(some[-1]) + 1] == some:
+        return f"{some[0]} to {some[-1]}"
+    return ", ".join(some)
+
+
+@dataclass
+class _Entry:
+    """A class as the releases register it, platforms apart: release -> platform -> cell."""
+
+    name: str
+    architectures: list[str]
+    cells: dict[str, dict[str | None, Cell]] = field(default_factory=dict)
+
+    def rows(self) -> list[ModelHistory]:
+        """One row, or one per platform where the platforms disagree in some release."""
+        agree = all(len({c.shown for c in by.values()}) == 1 for by in self.cells.values())
+        if agree:
+            row = ModelHistory(self.name, None, list(self.architectures))
+            for release, by in self.cells.items():
+                first = next(iter(by.values()))
+                codes = tuple(sorted({code for c in by.values() for code in c.codes}))
+                row.cells[release] = Cell(first.status, first.outcome, codes)
+                named = sorted(v for v in by if v is not None)
+                if named:
+                    row.variants[release] = named
+            return [row]
+        platforms = sorted({v for by in self.cells.values() for v in by if v is not None})
+        out = []
+        for platform in platforms:
+            row = ModelHistory(self.name, platform, list(self.architectures))
+            for release, by in self.cells.items():
+                # Where the class was one (no platform package), that one cell is each platform's.
+                cell = by.get(platform) or (by.get(None) if set(by) == {None} else None)
+                if cell is not None:
+                    row.cells[release] = cell
+                    if platform in by:
+                        row.variants[release] = [platform]
+            out.append(row)
+        return out
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -108,6 +178,9 @@ class History:
     options: dict[str, Any] | None = None  # the launch options assumed (as the JSON has them)
     # release -> the launch options (as a user gives them) under which it refuses every model
     refusals: dict[str, list[str]] = field(default_factory=dict)
+    # Every release the package index lists, where this run asked it (None: not asked).
+    published: list[str] | None = None
+    _entries: list[_Entry] = field(default_factory=list)
 
     @property
     def not_reached(self) -> list[str]:
@@ -115,12 +188,47 @@ class History:
         return [r for r in self.planned if r not in done]
 
     def add(self, release: str, name: str, variant: str | None, architectures: list[str], cell: Cell) -> None:
-        for row in self.models:
-            if release not in row.cells and row.matches(name, variant, architectures):
-                row.cells[release] = cell
-                row.architectures.extend(a for a in architectures if a not in row.architectures)
+        """One class of one release (releases oldest first); ``finish`` lays out the rows."""
+        for entry in self._entries:
+            same = entry.name == name and (bool(set(entry.architectures) & set(architectures)) or not (entry.architectures or architectures))
+            if same and variant not in entry.cells.get(release, {}):
+                entry.cells.setdefault(release, {})[variant] = cell
+                entry.architectures.extend(a for a in architectures if a not in entry.architectures)
                 return
-        self.models.append(ModelHistory(name, variant, list(architectures), {release: cell}))
+        self._entries.append(_Entry(name, list(architectures), {release: {variant: cell}}))
+
+    def finish(self) -> None:
+        """The rows, from what ``add`` was given."""
+        self.models = [row for entry in self._entries for row in entry.rows()]
+
+    def first_ok(self, model: ModelHistory) -> tuple[str, bool] | None:
+        """The first release analysed where ``model`` is supported, and whether it may have been
+        supported earlier: a release before it that the index lists was not analysed (or,
+        without the index's list, it is the first release analysed)."""
+        first = model.first_supported(self.releases)
+        if first is None:
+            return None
+        if self.published is None:
+            return first, first == self.releases[0]
+        from packaging.version import InvalidVersion, Version
+
+        def parsed(text: str) -> Version | None:
+            try:
+                return Version(text)
+            except InvalidVersion:
+                return None
+
+        at = parsed(first)
+        analysed_versions = {parsed(r) for r in self.releases}
+        # (A pre-release counts only where one was analysed: a range leaves them out unless asked.)
+        pre = any(v is not None and v.is_prerelease for v in analysed_versions)
+        earlier = [
+            (v, r) for r in self.published
+            if (v := parsed(r)) is not None and at is not None and v < at and (pre or not v.is_prerelease or v in analysed_versions)
+        ]
+        if not earlier:
+            return first, False
+        return first, max(earlier)[0] not in analysed_versions
 
     def narrowed(self, names: tuple[str, ...]) -> list[str]:
         """Keep the rows whose class or architecture ``names`` name (case aside; ``*`` and
@@ -213,6 +321,11 @@ def run_history(
         # Each release's index and results are garbage once its cells are kept.
         del result, found
         gc.collect()
+    history.finish()
+    # The index's list where this run asked for it (a range; a release fetched now): none is
+    # asked for here.
+    listed = pip_index.cached_listing(engine)
+    history.published = list(listed.versions) if listed is not None and listed.versions else None
     _order(history)
     return history
 

@@ -301,6 +301,9 @@ def _cached_or_fetched(
                     os.utime(marker)
                 return False
             again = f" again (the cached copy {damage})" if marker.exists() else ""
+            # The index first: a release it does not have is said at once, with no "fetching"
+            # line before it (the listing is kept: the download does not ask again).
+            _wheel_link(name, version)
             announce(f"eagle3lint: fetching {name}=={version} source into {target}{again} ...")
             _hold(folder, target.name)
             _remove_stale_staging(folder, target.name)

@@ -42,6 +42,9 @@ class CheckResult:
     # ``--min-severity``: the least severity reported, and how many findings under it were not.
     min_severity: str | None = None
     below_severity: int = 0
+    # Whether ``fix --apply`` takes unsafe fixes too (``--unsafe-fixes``, ``unsafe-fixes =``):
+    # which findings the text formats mark fixable.
+    unsafe_fixes: bool = False
 
     def keep_severity(self, level: str) -> None:
         """Report only the findings at or above ``level`` (the rest counted, never silently

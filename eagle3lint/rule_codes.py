@@ -46,3 +46,25 @@ def resolve_code(value: str, known: Mapping[str, str]) -> str | None:
         if name == text.lower():
             return code
     return text.upper() if text and code_matches(text, known) else None
+
+
+def did_you_mean(value: str, known: Mapping[str, str]) -> str:
+    """``; did you mean `wrapper-delegation-gap` (E3L004)?`` for a rule name or code that names
+    nothing: the closest names and codes of ``known`` (difflib), three at most; empty when none
+    is close."""
+    import difflib
+
+    text = value.strip()
+    names = {name: code for code, name in known.items()}
+    spelled = text.lower().replace("_", "-").replace(" ", "-")
+    close_names = [spelled] if spelled in names else difflib.get_close_matches(spelled, list(names), n=3, cutoff=0.6)
+    close_codes = difflib.get_close_matches(text.upper(), list(known), n=3, cutoff=0.8)
+    # Equally close codes in their order (difflib puts the last first).
+    close_codes.sort(key=lambda c: (-difflib.SequenceMatcher(None, text.upper(), c).ratio(), c))
+    shown = [f"`{n}` ({names[n]})" for n in close_names]
+    shown += [f"`{c}` ({known[c]})" for c in close_codes if known[c] not in close_names]
+    shown = shown[:3]
+    if not shown:
+        return ""
+    listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+    return f"; did you mean {listed}?"

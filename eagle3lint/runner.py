@@ -95,6 +95,7 @@ def run_check(
     provider: SummaryProvider | None = None,
     need_index: bool = False,
     with_fixes: bool = False,
+    fix_marks: bool = False,
 ) -> CheckResult:
     """``contract`` and ``provider`` let the fixer re-check edited texts in memory: the contract
     does not depend on model files, and the provider serves the edited summaries.
@@ -102,11 +103,13 @@ def run_check(
     With the cache, a run whose inputs are all unchanged returns the stored result, without an
     index (``need_index`` asks for a full run: the fixer needs it). ``with_fixes`` attaches each
     finding's fix (applicability, description, diff: what ``json``, ``full`` and ``models``
-    show); the fixes are stored with the result, so a warm run renders no diff either."""
+    show); the fixes are stored with the result, so a warm run renders no diff either.
+    ``fix_marks``: the fixes without their diffs (what ``check``'s ``[*]`` marks need)."""
     settings = settings or Settings()
     engine = customize_engine(engine, settings)
     baseline, settings, skipped = _applicable_baseline(baseline, settings, engine)
-    result = _run_check(engine, scope, select, ignore, workers, settings, extend_select, use_cache, baseline, contract, provider, need_index, with_fixes)
+    fixes: bool | str = with_fixes or ("marks" if fix_marks else False)
+    result = _run_check(engine, scope, select, ignore, workers, settings, extend_select, use_cache, baseline, contract, provider, need_index, fixes)
     result.baseline_skipped = skipped
     return result
 
@@ -137,7 +140,7 @@ def _run_check(
     contract: Contract | None,
     provider: SummaryProvider | None,
     need_index: bool,
-    with_fixes: bool,
+    with_fixes: bool | str,
 ) -> CheckResult:
     options = engine_options(engine, settings)
     if provider is not None:
@@ -191,10 +194,13 @@ def _run_check(
         ctx.options = options
         result = _evaluate(engine, scope, ctx, models, unresolved, settings, select, ignore, extend_select, baseline)
         fix_inputs: dict[str, str] = {}
-        if with_fixes:
+        # (Marks alone on a clean run: nothing to plan, and the fixer is not imported.)
+        if with_fixes is True or (with_fixes and result.findings):
             from eagle3lint.fix.attach import attach_fixes
 
-            fix_inputs = attach_fixes(result, tuple(fix_patterns_for(engine.name)), reporting_scope, context=ctx)
+            fix_inputs = attach_fixes(
+                result, tuple(fix_patterns_for(engine.name)), reporting_scope, context=ctx, render=with_fixes is True
+            )
         if results is not None and cache is not None and not result.errors:
             inputs = _run_inputs(cache.served, fix_inputs)
             if inputs is not None:
@@ -213,7 +219,7 @@ def _result_key(
     ignore: list[str] | None,
     extend_select: list[str] | None,
     baseline: Path | None,
-    with_fixes: bool,
+    with_fixes: bool | str,
 ) -> str:
     """Everything besides file contents that decides a run's result (the package's code and
     the settings' digest name the cache namespace)."""

@@ -234,3 +234,11 @@ def outcome_counts(models: list[ModelClass]) -> dict[str, int]:
         if model.outcome in counts:
             counts[model.outcome] += 1
     return counts
+
+
+def without_outcome(reason: str, outcome: str | None) -> str:
+    """A verdict's reason without the outcome it starts with (``crash: E3L001: ...``), for a
+    line that has said the outcome already (``broken, crash: E3L001: ...``, not ``crash: crash:``)."""
+    if outcome and reason.startswith(f"{outcome}: "):
+        return reason[len(outcome) + 2 :]
+    return reason

@@ -10,11 +10,12 @@ import pytest
 # Tests run against the checkout, installed or not.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-# The suite keeps its releases in a cache folder of its own, never the user's: the release tests
-# use more releases than a user's cache keeps (16), and with the user's folder every run would
-# evict the user's releases (or the user's would evict the suite's). Its bound is the suite's.
-os.environ.setdefault(
-    "EAGLE3LINT_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint-tests" / "cache")
+# The releases the tests download go to a cache folder of their own (EAGLE3LINT_TESTS_CACHE_DIR,
+# default ~/.cache/eagle3lint-tests/cache): the user's cache keeps its releases and its bound.
+# The release tests use more releases than the default bound keeps; with it every run would
+# evict some and download them again: the tests' folder keeps 24.
+os.environ["EAGLE3LINT_CACHE_DIR"] = os.environ.get("EAGLE3LINT_TESTS_CACHE_DIR") or str(
+    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint-tests" / "cache"
 )
 os.environ.setdefault("EAGLE3LINT_MAX_RELEASES", "24")
 

@@ -25,6 +25,12 @@ def allow_releases(allowed: bool) -> None:
     _releases_allowed = allowed
 
 
+def summary_of(stdout: str) -> str:
+    """A text report's (last) summary line: the last line but the fix hint (``[*] N fixable ...``)."""
+    lines = [line for line in stdout.splitlines() if "fixable with" not in line and "fixable (" not in line and "fixable:" not in line]
+    return lines[-1] if lines else ""
+
+
 def run_cli(*args: str | Path, cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """``python -m eagle3lint ARGS``: a fork of this process where that starts the same way
     (``tests/forked_cli.py``), else a subprocess; ``EAGLE3LINT_TESTS_SUBPROCESS=1`` forces the

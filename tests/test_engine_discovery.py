@@ -11,7 +11,7 @@ from eagle3lint.engine import read_version
 from eagle3lint.engine_finder import discover_engine
 from eagle3lint.errors import UsageError
 from eagle3lint.rulepack import load_pack
-from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_json
+from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_json, summary_of
 
 TREE = FIXTURES / "sglang_basic"
 
@@ -93,7 +93,7 @@ def test_no_path_reads_the_tree_the_user_stands_in_before_the_installed_one(tmp_
     for cwd in (fork, inside):
         done = run_cli("check", "--no-cache", cwd=cwd, env=env)
         assert done.returncode == 1, done.stderr
-        assert done.stdout.splitlines()[-1].startswith(f"{read_from('sglang 0.0.1+fixture', fork / 'python/sglang', cwd)}: ")
+        assert summary_of(done.stdout).startswith(f"{read_from('sglang 0.0.1+fixture', fork / 'python/sglang', cwd)}: ")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     installed = run_cli("check", "--no-cache", cwd=elsewhere, env=env)

@@ -140,8 +140,9 @@ def test_hook_fails_on_a_new_model_without_the_interface_and_passes_once_fixed(
     (fork / NEW_FILE).write_text(NEW_MODEL)
     failed = try_repo(hook_repo, fork, "eagle3lint", NEW_FILE)
     assert failed.returncode == 1, failed.stdout + failed.stderr
-    assert f"{NEW_FILE}:6:1: E3L004 error: `FooForCausalLM` does not delegate `set_eagle3_layers_to_capture`" in failed.stdout
+    assert f"{NEW_FILE}:6:1: E3L004 [*] error: `FooForCausalLM` does not delegate `set_eagle3_layers_to_capture`" in failed.stdout
     assert "1 error" in failed.stdout
+    assert "[*] 1 fixable with `eagle3lint fix --apply`." in failed.stdout  # the blocked commit's way out
 
     (fork / NEW_FILE).write_text(FIXED_MODEL)
     passed = try_repo(hook_repo, fork, "eagle3lint", NEW_FILE)
@@ -187,7 +188,7 @@ def test_file_list_reports_only_the_engine_files_given(tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     done = run_cli("check", "README.md", NEW_FILE, cwd=fork, env=env)
     assert done.returncode == 1, done.stderr
-    assert done.stdout.splitlines()[0].startswith(f"{NEW_FILE}:6:1: E3L004 error: `FooForCausalLM`")
+    assert done.stdout.splitlines()[0].startswith(f"{NEW_FILE}:6:1: E3L004 [*] error: `FooForCausalLM`")
     assert "BarForCausalLM" not in done.stdout
 
 

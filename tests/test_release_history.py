@@ -127,7 +127,26 @@ def test_the_table_collapses_what_did_not_change_and_fits_the_terminal(index: Fa
     assert max(len(line) for line in lines) <= 100
     markdown = _models(index, tmp_path, "--release", "sglang==9.1.0,9.1.1,9.2.0", "--format", "markdown")[1]
     assert "| Class | Architectures | 9.1.0 to 9.1.1 | 9.2.0 | First supported | Last broken |" in markdown
-    assert "| `WrapperAttrForConditionalGeneration` |  | broken (crash) | supported | 9.2.0 | 9.1.1 (E3L004) |" in markdown
+    assert "| `WrapperAttrForConditionalGeneration` | WrapperAttrForConditionalGeneration | broken (crash) | supported | 9.2.0 | 9.1.1 (E3L004) |" in markdown
+
+
+def test_first_ok_says_at_most_where_the_range_starts_after_the_first_release(index: FakeIndex, tmp_path: Path) -> None:
+    """Issue 27, item 4: a class supported in the first release of a range that starts after the
+    index's first release may have been supported before it: "≤ 9.1.0"."""
+    code, data, err = _history(index, tmp_path, "--release", "sglang>=9.1,<9.3")
+    assert code == 0, err
+    llama = _row(data, "FixLlamaForCausalLM")
+    assert (llama["first_supported"], llama["first_supported_or_earlier"]) == ("9.1.0", True)
+    wrapper = _row(data, "WrapperAttrForConditionalGeneration")  # broken in 9.1.0: 9.2.0 is its first
+    assert (wrapper["first_supported"], wrapper["first_supported_or_earlier"]) == ("9.2.0", False)
+    code, out, _ = _models(index, tmp_path, "--release", "sglang>=9.1,<9.3")
+    row = next(line for line in out.splitlines() if line.startswith("FixLlamaForCausalLM "))
+    assert "≤ 9.1.0" in row
+    # From the first release published, the first one analysed is the first there is.
+    code, data, err = _history(index, tmp_path, "--release", "sglang>=9.0,<9.3")
+    assert code == 0, err
+    llama = _row(data, "FixLlamaForCausalLM")
+    assert (llama["first_supported"], llama["first_supported_or_earlier"]) == ("9.0.0", False)
 
 
 def test_model_narrows_and_pre_includes_pre_releases(index: FakeIndex, tmp_path: Path) -> None:
@@ -157,9 +176,12 @@ def test_a_release_without_a_wheel_is_named(index: FakeIndex, tmp_path: Path) ->
     env = pip_env(index, {**os.environ, "PYTHONPATH": str(REPO), "EAGLE3LINT_CACHE_DIR": str(tmp_path / "c")})
     done = run_cli("check", "--release", "sglang==9.3.0", cwd=tmp_path, env=env)
     assert done.returncode == 2 and "only as a source distribution" in done.stderr and "Traceback" not in done.stderr
+    assert "fetching" not in done.stderr, done.stderr
     # A release that does not exist at all is said so too.
     done = run_cli("check", "--release", "sglang==9.9.9", cwd=tmp_path, env=env)
     assert done.returncode == 2 and "sglang==9.9.9: no such release on the package index; the latest is 9.3.0" in done.stderr
+    # The index is asked first: nothing says "fetching" a release it does not have.
+    assert "fetching" not in done.stderr, done.stderr
 
 
 @pytest.mark.parametrize("failure", ["drop", "error"])

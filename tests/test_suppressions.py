@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from eagle3lint.suppressions import scan_suppressions
-from tests.helpers import FIXTURES, run_cli, run_json
+from tests.helpers import FIXTURES, run_cli, run_json, summary_of
 
 
 @pytest.fixture()
@@ -102,6 +102,6 @@ def test_summary_counts_suppressed_findings(tree: Path) -> None:
     assert data["summary"]["suppressed"] == hidden
     assert data["summary"]["findings"] == before["summary"]["findings"] - hidden
     assert data["summary"]["baselined"] == 0
-    last = run_cli("check", models).stdout.splitlines()[-1]
+    last = summary_of(run_cli("check", models).stdout)
     assert f"({hidden} suppressed; " in last, last
     assert "baseline" not in last

@@ -149,7 +149,7 @@ def fix(
         paths = paths or _nothing_to_check(original_paths, engine or settings.engine, verbose=False)
     from eagle3lint.fix.diff import diff_base, diff_label, terminal_diff, unified_diff
     from eagle3lint.fix.session import prepare_fixes, write_changes
-    from eagle3lint.fix.tally import summary_lines, tally_fixes
+    from eagle3lint.fix.tally import not_fixed_lines, summary_lines, tally_fixes
     from eagle3lint.runner import run_check
 
     selected, ignored = _split_codes(select), _split_codes(ignore)
@@ -171,9 +171,6 @@ def fix(
             raise UsageError("--apply would edit the cached copy of the release; copy the tree and give its path instead")
 
     status = EXIT_ERROR if result.errors else EXIT_CLEAN
-    for rejection in outcome.rejections:
-        f = rejection.fix.finding
-        click.echo(f"{line_path(f.path)}:{f.line}: {line_text(f'{f.code} `{f.class_name}.{f.method}` not fixed: {rejection.reason}')}", err=True)
     base_note = ""
     if apply_fixes:
         from eagle3lint.fix.write import remove_stale_temp_files, write_target
@@ -216,6 +213,8 @@ def fix(
                 base_note = f"; paths are relative to {', '.join(line_path(str(b)) for b in sorted(bases))}"
         remaining = result.findings
     tally = tally_fixes(outcome, unsafe_fixes, unwritten)
+    for line in not_fixed_lines(tally, found.source_root):  # one per finding the summary counts as not fixed
+        click.echo(line, err=True)
     for line in summary_lines(tally, changed_files, applied=apply_fixes, base_note=base_note, unwritten=len(unwritten)) if not quiet else ():
         click.echo(line, err=True)
     if not tally.total and (result.suppressed or result.baselined) and not quiet:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.report.colour import Painter, painter_for
 from eagle3lint.report.paths import engine_label, line_path, line_text
-from eagle3lint.verdicts import status_counts
+from eagle3lint.verdicts import status_counts, without_outcome
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -53,14 +53,42 @@ def hidden_counts(result: CheckResult) -> str:
     return ", ".join(parts) + "; " if parts else ""
 
 
-def finding_line(finding: Finding, root: Path, paint: Painter | None = None) -> str:
+def finding_line(finding: Finding, root: Path, paint: Painter | None = None, unsafe_fixes: bool = False) -> str:
     """``path:line:col: CODE severity: message``, escaped; the path bold and the code and
-    severity in the severity's colour when ``paint`` is on."""
+    severity in the severity's colour when ``paint`` is on. A finding ``fix --apply`` fixes is
+    marked as ruff marks one: ``CODE [*] severity: message``."""
     paint = paint or Painter(False)
     variant = f" [{finding.variant}]" if finding.variant else ""
     where = paint.bold(line_path(finding.path, fallback_root=root))
-    code = paint.severity(line_text(f"{finding.code} {finding.severity}:"), finding.severity)
+    mark = " [*]" if fixable(finding, unsafe_fixes) else ""
+    code = paint.severity(line_text(f"{finding.code}{mark} {finding.severity}:"), finding.severity)
     return f"{where}:{finding.line}:{finding.column}: {code}{line_text(f'{variant} {finding.message}')}"
+
+
+def fixable(finding: Finding, unsafe_fixes: bool = False) -> bool:
+    """Whether ``fix --apply`` (with ``--unsafe-fixes`` when ``unsafe_fixes``) has a fix for it."""
+    fix = finding.fix
+    return fix is not None and (fix.applicability == "safe" or (unsafe_fixes and fix.applicability == "unsafe"))
+
+
+def fix_hint(result: CheckResult) -> str | None:
+    """The line after the summary when some findings have a fix: ``[*] 3 fixable with
+    `eagle3lint fix --apply` (2 more with `--unsafe-fixes`).``; None when none has one."""
+    unsafe = result.unsafe_fixes
+    marked = sum(1 for f in result.findings if fixable(f, unsafe))
+    hidden = sum(1 for f in result.findings if not fixable(f, unsafe) and fixable(f, True))
+    if not marked and not hidden:
+        return None
+    from eagle3lint.releases import is_cached_release
+
+    more = f" ({hidden} more with `--unsafe-fixes`)" if hidden and marked else ""
+    if is_cached_release(result.engine.root):
+        # --apply leaves the shared download alone: the diffs are for a checkout of it.
+        how = "`eagle3lint fix` shows the diff to apply to a checkout of this release"
+        return f"[*] {marked or hidden} fixable{' with `--unsafe-fixes`' if not marked else ''}{more}: {how}."
+    if not marked:
+        return f"{hidden} fixable with `eagle3lint fix --apply --unsafe-fixes`."
+    return f"[*] {marked} fixable with `eagle3lint fix --apply`{more}."
 
 
 def write_concise(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet: bool = False) -> None:
@@ -68,12 +96,19 @@ def write_concise(result: CheckResult, out: TextIO, verbose: bool = False, *, qu
     root = result.engine.source_root
     paint = painter_for(out)
     for finding in result.findings:
-        out.write(finding_line(finding, root, paint) + "\n")
+        out.write(finding_line(finding, root, paint, result.unsafe_fixes) + "\n")
     if quiet:
         return
     if verbose:
         write_model_listing(result, out)
     out.write(summary_line(result) + "\n")
+    write_fix_hint(result, out)
+
+
+def write_fix_hint(result: CheckResult, out: TextIO) -> None:
+    hint = fix_hint(result)
+    if hint is not None:
+        out.write(hint + "\n")
 
 
 def write_model_listing(result: CheckResult, out: TextIO) -> None:
@@ -92,7 +127,8 @@ def write_model_listing(result: CheckResult, out: TextIO) -> None:
     for model in sorted(shown, key=lambda m: (m.path, m.summary.lineno)):
         variant = f" [{model.variant}]" if model.variant else ""
         outcome = f" ({model.outcome})" if model.outcome else ""
-        verdict = f"; {model.status}{outcome}: {model.status_reason}" if model.status and model.status != "not-a-target" else ""
+        reason = without_outcome(model.status_reason, model.outcome)
+        verdict = f"; {model.status}{outcome}: {reason}" if model.status and model.status != "not-a-target" else ""
         origin = f"; {model.origin}" if model.origin else ""
         say(f"  {model.kind:<13} {model.ref.qualname}{variant}: {model.reason}{origin}{verdict}")
     for entry in result.unresolved:

@@ -10,7 +10,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from eagle3lint.lines import line_texts
 from eagle3lint.report.colour import Painter, painter_for
-from eagle3lint.report.concise import finding_line, summary_line, write_model_listing
+from eagle3lint.report.concise import (
+    finding_line,
+    summary_line,
+    write_fix_hint,
+    write_model_listing,
+)
 from eagle3lint.report.paths import line_path, line_text
 
 if TYPE_CHECKING:
@@ -46,8 +51,10 @@ class SourceLines:
 TAB_SIZE = 4
 
 
-def write_finding(finding: Finding, out: TextIO, sources: SourceLines, root: Path, paint: Painter | None = None) -> None:
-    out.write(finding_line(finding, root, paint) + "\n")
+def write_finding(
+    finding: Finding, out: TextIO, sources: SourceLines, root: Path, paint: Painter | None = None, unsafe_fixes: bool = False
+) -> None:
+    out.write(finding_line(finding, root, paint, unsafe_fixes) + "\n")
     text = sources.line(finding.path, finding.line)
     if text is not None:
         gutter = " " * len(str(finding.line))
@@ -73,9 +80,10 @@ def write_full(result: CheckResult, out: TextIO, verbose: bool = False, *, quiet
     sources = SourceLines()
     paint = painter_for(out)
     for finding in result.findings:
-        write_finding(finding, out, sources, result.engine.source_root, paint)
+        write_finding(finding, out, sources, result.engine.source_root, paint, result.unsafe_fixes)
     if quiet:
         return
     if verbose:
         write_model_listing(result, out)
     out.write(summary_line(result) + "\n")
+    write_fix_hint(result, out)

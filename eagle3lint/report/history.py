@@ -94,6 +94,15 @@ def _clashes(models: list[ModelHistory]) -> set[str]:
     return {k for k, v in seen.items() if v > 1}
 
 
+def first_ok_text(history: History, model: ModelHistory) -> str | None:
+    """``0.5.10``, or ``≤ 0.5.20`` where it may have been supported before the releases analysed."""
+    found = history.first_ok(model)
+    if found is None:
+        return None
+    release, or_earlier = found
+    return f"≤ {release}" if or_earlier else release
+
+
 def _last_broken(model: ModelHistory, releases: list[str]) -> str:
     found = model.last_broken(releases)
     if found is None:
@@ -111,38 +120,48 @@ def write_table(history: History, out: TextIO, verbose: bool = False) -> None:
     heads = [(g[0], f"..{g[-1]}" if len(g) > 1 else "") for g in columns]
     cells = [[short(m.cells.get(g[0])) for g in columns] for m in models]
     col_widths = [max(len(a), len(b), *(len(row[i]) for row in cells), 2) for i, (a, b) in enumerate(heads)]
-    tails = [(m.first_supported(history.releases) or "-", _last_broken(m, history.releases)) for m in models]
+    tails = [(first_ok_text(history, m) or "-", _last_broken(m, history.releases)) for m in models]
     first_w = max([len("first ok"), *(len(t[0]) for t in tails)])
     last_w = max([len("last broken"), *(len(t[1]) for t in tails)])
+    # The platform packages a class is registered in (vLLM 0.34.0's amd, nvidia): a column of
+    # their own beside the class, where any row has them.
+    platforms = [line_text(m.platforms(history.releases)) for m in models]
+    platform_w = max(len("variants"), *(len(p) for p in platforms)) if any(platforms) else 0
+    lead = 2 + platform_w if platform_w else 0
     # The class column takes what the release columns leave (whole names with -v).
     longest = max([len(n) for n in names] + [5])
-    room = width - sum(2 + w for w in col_widths) - (2 + first_w + 2 + last_w)
+    room = width - lead - sum(2 + w for w in col_widths) - (2 + first_w + 2 + last_w)
     name_width = longest if verbose else min(longest, max(room, 34))
     # Blocks of release columns that fit beside the class column (the last one with the tails).
     blocks: list[list[int]] = [[]]
-    used = name_width
+    used = name_width + lead
     for i, w in enumerate(col_widths):
         if blocks[-1] and used + 2 + w > width:
             blocks.append([])
-            used = name_width
+            used = name_width + lead
         blocks[-1].append(i)
         used += 2 + w
     # The last block carries the tails too: where they do not fit, its last column moves on.
     if used + 2 + first_w + 2 + last_w > width and len(blocks[-1]) > 1:
         blocks.append([blocks[-1].pop()])
+
+    def left(name: str, platform: str) -> str:
+        text = f"{cut(name, name_width):<{name_width}}"
+        return text + (f"  {platform:<{platform_w}}" if platform_w else "")
+
     for b, block in enumerate(blocks):
         last = b == len(blocks) - 1
         if b:
             out.write("\n")
-        line1 = f"{'class':<{name_width}}" + "".join(f"  {heads[i][0]:<{col_widths[i]}}" for i in block)
-        line2 = f"{'':<{name_width}}" + "".join(f"  {heads[i][1]:<{col_widths[i]}}" for i in block)
+        line1 = left("class", "variants") + "".join(f"  {heads[i][0]:<{col_widths[i]}}" for i in block)
+        line2 = left("", "") + "".join(f"  {heads[i][1]:<{col_widths[i]}}" for i in block)
         if last:
             line1 += f"  {'first ok':<{first_w}}  last broken"
         out.write(line1.rstrip() + "\n")
         if line2.strip():
             out.write(line2.rstrip() + "\n")
-        for name, row, tail in zip(names, cells, tails, strict=True):
-            text = f"{cut(name, name_width):<{name_width}}" + "".join(f"  {row[i]:<{col_widths[i]}}" for i in block)
+        for name, platform, row, tail in zip(names, platforms, cells, tails, strict=True):
+            text = left(name, platform) + "".join(f"  {row[i]:<{col_widths[i]}}" for i in block)
             if last:
                 text += f"  {tail[0]:<{first_w}}  {tail[1]}"
             out.write(text.rstrip() + "\n")
@@ -201,16 +220,19 @@ def write_markdown(history: History, out: TextIO) -> None:
         "and models that are not generative targets are left out.\n\n"
     )
     heads = [g[0] if len(g) == 1 else f"{g[0]} to {g[-1]}" for g in columns]
-    out.write("| Class | Architectures | " + " | ".join(markdown_cell(h) for h in heads) + " | First supported | Last broken |\n")
-    out.write("| --- | --- | " + " | ".join("---" for _ in heads) + " | --- | --- |\n")
-    for m in models:
+    platforms = [m.platforms(history.releases) for m in models]
+    variants_head = " Variants |" if any(platforms) else ""
+    out.write(f"| Class | Architectures |{variants_head} " + " | ".join(markdown_cell(h) for h in heads) + " | First supported | Last broken |\n")
+    out.write("| --- | --- | " + ("--- | " if variants_head else "") + " | ".join("---" for _ in heads) + " | --- | --- |\n")
+    for m, platform in zip(models, platforms, strict=True):
         variant = f" ({m.variant})" if m.variant else ""
         broken = m.last_broken(history.releases)
         cells = [
             f"`{markdown_cell(m.name)}`{markdown_cell(variant)}",
-            markdown_cell(", ".join(a for a in m.architectures if a != m.name)),
+            markdown_cell(", ".join(m.architectures)),
+            *([markdown_cell(platform)] if variants_head else []),
             *(markdown_cell(words(m.cells.get(g[0]))) for g in columns),
-            markdown_cell(m.first_supported(history.releases) or ""),
+            markdown_cell(first_ok_text(history, m) or ""),
             markdown_cell(f"{broken[0]} ({', '.join(broken[1])})" if broken and broken[1] else broken[0] if broken else ""),
         ]
         out.write("| " + " | ".join(cells) + " |\n")
@@ -224,14 +246,18 @@ def _cell_json(cell: Cell | None) -> dict[str, Any] | None:
     return cell.to_json() if cell is not None else None
 
 
-def model_json(model: ModelHistory, releases: list[str]) -> dict[str, Any]:
+def model_json(model: ModelHistory, history: History) -> dict[str, Any]:
+    releases = history.releases
     broken = model.last_broken(releases)
+    first = history.first_ok(model)
     return {
         "class": model.name,
         "variant": model.variant,
+        "variants": {r: model.variants[r] for r in releases if r in model.variants},
         "architectures": model.architectures,
         "history": {r: _cell_json(model.cells.get(r)) for r in releases},
         "first_supported": model.first_supported(releases),
+        "first_supported_or_earlier": first[1] if first is not None else False,
         "supported_since": model.supported_since(releases),
         "last_broken": {"release": broken[0], "codes": list(broken[1])} if broken else None,
         "changes": [{"release": r, "from": _cell_json(a), "to": _cell_json(b)} for r, a, b in model.changes(releases)],
@@ -250,7 +276,7 @@ def write_json(history: History, out: TextIO) -> None:
         "failure": history.failure,
         "not_reached": history.not_reached if history.failure else [],
         "launch_refusals": {r: options for r, options in history.refusals.items() if options},
-        "models": [model_json(m, history.releases) for m in history.models],
+        "models": [model_json(m, history) for m in history.models],
         "errors": [{"release": r, "path": display_path(e.path), "message": e.message} for r, e in history.errors],
     }
     out.write(json.dumps(data, indent=2))

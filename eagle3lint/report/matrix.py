@@ -311,8 +311,9 @@ def write_markdown(result: CheckResult, out: TextIO) -> None:
         variant = f" ({m.variant})" if m.variant else ""
         cells = [
             f"`{markdown_cell(m.ref.qualname)}`{markdown_cell(variant)}",
-            # SGLang names a class by itself: only architectures other than the class's own name.
-            markdown_text(", ".join(a for a in m.architectures if a != m.ref.qualname)),
+            # Every architecture the engine serves with it (SGLang's is the class's own name),
+            # as literal text: the names come from analysed files.
+            markdown_text(", ".join(m.architectures)),
             STATUS_WORDS[m.status],
             m.outcome or "",
             markdown_cell(_condition_text(m)),

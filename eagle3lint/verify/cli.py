@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 import click
 
+from eagle3lint.engines import ENGINE_NAMES
 from eagle3lint.errors import UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -123,7 +124,7 @@ def options_from_click(engine: str | None, engine_root: Path | None, output_form
 
 
 @click.command()
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Which engine (default: the installed one).")
+@click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Which engine (default: the installed one).")
 @click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder; the patched tree goes first on PYTHONPATH.")
 @click.option(
     "--release",
@@ -157,7 +158,7 @@ def verify(engine: str | None, engine_root: Path | None, release: str | None, ou
 @click.command()
 @click.option("--model-path", required=True, help="The target model: a local folder (its config.json is read).")
 @click.option("--draft-model-path", help="The EAGLE-3 drafter: a local folder (config.json, safetensors). Left out: what the release does with EAGLE-3 and no drafter.")
-@click.option("--engine", type=click.Choice(["sglang", "vllm"]), help="Which engine (default: the installed one).")
+@click.option("--engine", type=click.Choice(list(ENGINE_NAMES)), help="Which engine (default: the installed one).")
 @click.option("--engine-root", type=click.Path(path_type=Path), help="The engine package folder whose code is read.")
 @click.option("--release", metavar="NAME==VERSION", help="Read a published release (downloaded once into the cache, as `check --release` does).")
 @click.option("--tp", type=click.IntRange(min=1), default=1, show_default=True, help="Tensor-parallel size of the launch.")

@@ -214,7 +214,7 @@ def _load(result: PreflightResult, check: str, path: str) -> ModelConfig | None:
         check,
         OK,
         f"{config.architecture or 'no architectures'}: hidden {config.hidden_size}, vocab {config.vocab_size}, "
-        f"{config.num_hidden_layers} layers{where}",
+        f"{_layers(config.num_hidden_layers)}{where}",
     )
     return config
 
@@ -232,6 +232,11 @@ def _no_target_class(result: PreflightResult, engine: Engine, target: ModelConfi
     )
 
 
+def _layers(n: object) -> str:
+    """``1 layer``, ``32 layers``."""
+    return f"{n} layer" if n == 1 else f"{n} layers"
+
+
 # What a model's outcome means for the launch (the item's impact).
 _OUTCOME_IMPACT = {"crash": CRASH, "silent": ACCEPTANCE, "refused": REFUSED}
 
@@ -240,6 +245,7 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     from eagle3lint.config import Settings
     from eagle3lint.engines import server_for
     from eagle3lint.runner import run_check
+    from eagle3lint.verdicts import without_outcome
 
     settings = Settings()
     settings.engine_options = tuple(engine_options)
@@ -278,7 +284,7 @@ def _static_check(result: PreflightResult, engine: Engine, target: ModelConfig |
     detail = {"path": evidence.path, "line": evidence.line} if evidence is not None else {}
     stage = decided.stage if decided is not None else None
     if impact is not None:
-        result.add("target-class", PROBLEM, f"{arch}: {model.status}, {model.outcome}{assumed}: {model.status_reason}", impact, rule=decided.code if decided else None, stage=stage, **detail)
+        result.add("target-class", PROBLEM, f"{arch}: {model.status}, {model.outcome}{assumed}: {without_outcome(model.status_reason, model.outcome)}", impact, rule=decided.code if decided else None, stage=stage, **detail)
     elif model.outcome == "works":
         result.add("target-class", OK, f"{arch} ({model.path}) works with EAGLE-3 on {where}{assumed}", path=model.path)
     else:
@@ -398,7 +404,7 @@ def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: Mod
             result.add(
                 "aux-layer-ids",
                 NOTE,
-                f"the drafter names no aux layers; {engine} uses its default {default} for {n} layers (acceptance "
+                f"the drafter names no aux layers; {engine} uses its default {default} for {_layers(n)} (acceptance "
                 f"drops if the drafter was trained on others). {aux.convention}",
             )
         return
@@ -421,12 +427,12 @@ def _check_aux_layers(result: PreflightResult, target: ModelConfig, drafter: Mod
         result.add(
             "aux-layer-ids",
             PROBLEM,
-            f"`{key}` names {len(ids)} layers but {engine}'s drafter takes exactly {aux.fixed_count} "
+            f"`{key}` names {_layers(len(ids))} but {engine}'s drafter takes exactly {aux.fixed_count} "
             "(mat1 and mat2 shapes cannot be multiplied)",
             CRASH,
         )
     else:
-        result.add("aux-layer-ids", OK, f"aux layer ids {_ids(ids)} (from `{key}`) are inside the target's {n} layers. {aux.convention}")
+        result.add("aux-layer-ids", OK, f"aux layer ids {_ids(ids)} (from `{key}`) are inside the target's {_layers(n)}. {aux.convention}")
 
 
 def _ids(ids: list[int]) -> str:
