@@ -102,15 +102,15 @@ def test_r4_06_a_version_past_the_int_conversion_limit_is_a_usage_error(command:
 
 @pytest.fixture()
 def fake_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """A private release cache and an index that has ``sglang==9.9.9`` only (the releases it was
-    asked to download are listed)."""
+    """A private release cache and an index that has ``sglang`` 9.9.7 to 9.9.9 only (the releases
+    it was asked to download are listed)."""
     from eagle3lint import pip_index, releases, remote_zip
 
     monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
     asked: list[str] = []
 
     def link(name: str, version: str) -> None:
-        if version != "9.9.9":
+        if version not in ("9.9.7", "9.9.8", "9.9.9"):
             raise pip_index.NoSuchRelease(f"{name}=={version}: no such release on the package index; the latest is 9.9.9")
 
     def download(name: str, version: str, wanted: Any, staging: Path, progress: object = None) -> remote_zip.Transfer:
