@@ -45,7 +45,8 @@ class ReleaseQuery:
 
 
 def parse_query(text: str) -> ReleaseQuery:
-    shown = line_text(repr(text))
+    # A value of thousands of characters is named by its start and its length.
+    shown = line_text(repr(text) if len(text) <= 200 else f"{text[:100]!r}... ({len(text)} characters)")
     match = _NAME.match(text)
     if match is None:
         raise UsageError(f"--release {shown}: expected NAME==VERSION, a list or a range ({EXAMPLES})")
