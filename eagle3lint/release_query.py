@@ -45,7 +45,7 @@ class ReleaseQuery:
 
 
 def parse_query(text: str) -> ReleaseQuery:
-    shown = line_text(repr(text))
+    shown = line_text(_cut(text))
     match = _NAME.match(text)
     if match is None:
         raise UsageError(f"--release {shown}: expected NAME==VERSION, a list or a range ({EXAMPLES})")
@@ -63,7 +63,7 @@ def parse_query(text: str) -> ReleaseQuery:
     try:
         specifier = SpecifierSet(rest)
     except InvalidSpecifier as exc:
-        raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range ({line_text(str(exc))}; {EXAMPLES})") from None
+        raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range ({line_text(_cut(str(exc), quote=False))}; {EXAMPLES})") from None
     if any(_too_large(s.version) for s in specifier):
         raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range (a version with a number of more than 4300 digits; {EXAMPLES})")
     exact = [s for s in specifier if s.operator in ("==", "===") and "*" not in s.version]
@@ -73,6 +73,15 @@ def parse_query(text: str) -> ReleaseQuery:
         except InvalidVersion as exc:
             raise UsageError(f"--release {shown}: not a release, a list or a PEP 440 range ({line_text(str(exc))}; {EXAMPLES})") from None
     return ReleaseQuery(name, text, (), specifier)
+
+
+def _cut(text: str, quote: bool = True) -> str:
+    """``text`` for a message (quoted); one of thousands of characters named by its start and
+    its length."""
+    if len(text) <= 200:
+        return repr(text) if quote else text
+    start = repr(text[:100]) if quote else text[:100]
+    return f"{start}... ({len(text)} characters)"
 
 
 def _listed_versions(rest: str) -> list[str] | None:
