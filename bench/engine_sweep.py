@@ -6,7 +6,10 @@ text-only classes set up, each run's set-up and total time, and the agreement.
 
 --from-json renders sweeps already run (`engine-run --all --format json`, then reruns of some
 classes: the later run of a class counts). Disagreements that
-the engine's code explains are noted in bench/engine_sweep_notes.toml (architecture = "why").
+the engine's code explains are noted in bench/engine_sweep_notes.toml (architecture = "why"), or
+the file --notes names (SGLang's: bench/engine_sweep_notes_sglang.toml). --section renders one
+release's figures and table as a section of a document with its own introduction (one per
+release: docs/engine-runs-sglang.md).
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozenset[str]) -> str:
+def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozenset[str], section: bool = False) -> str:
     runs = data["runs"]
     if text_only_names:
         text_only = [r for r in runs if r["architecture"] in text_only_names]
@@ -44,13 +47,21 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
     agree = [r for r in compared if r["agree"]]
     seconds = [r["seconds"] for r in runs]
     setup_s = [r["setup_seconds"] for r in runs if r.get("setup_seconds")]
-    lines = [
+    head = [
+        f"## {data['engine']} {data['engine_version']}",
+        "",
+        f"{data['runner']}; {len(runs)} classes run.",
+        "",
+    ] if section else [
         "# Engine runs: the verdicts against a running engine",
         "",
         f"`python bench/engine_sweep.py` ({data['engine']} {data['engine_version']}, {data['runner']}): every target class of the",
         "installed tree launched with a shrunken config, a one-layer EAGLE-3 drafter and dummy weights",
         "(`eagle3lint engine-run --all`), against `eagle3lint models` on the same files.",
         "",
+    ]
+    lines = [
+        *head,
         "| figure | value | goal |",
         "| --- | --- | --- |",
         f"| classes run | {len(runs)} ({len(text_only)} text-only, {len(multimodal)} multimodal) | |",
@@ -120,6 +131,8 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=300.0)
     parser.add_argument("--from-json", type=Path, nargs="+", help="Sweeps already run; a later file's run of a class replaces an earlier one's.")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "engine-runs.md")
+    parser.add_argument("--notes", type=Path, default=NOTES, help="Why runs disagree, by architecture (default: bench/engine_sweep_notes.toml).")
+    parser.add_argument("--section", action="store_true", help="A section (## ENGINE VERSION) to put under a document's own introduction, not a whole document.")
     parser.add_argument(
         "--repredict", action="store_true",
         help="Compare the engine's outcomes with this tree's predictions (the analysis changed since the sweep ran; the engine's files did not).",
@@ -145,8 +158,13 @@ def main() -> int:
         data = json.loads(done.stdout)
     if args.repredict:
         repredict(data)
-    notes = tomllib.loads(NOTES.read_text(encoding="utf-8")) if NOTES.exists() else {}
-    args.out.write_text(render(data, {k: str(v) for k, v in notes.items()}, text_only_names(data)), encoding="utf-8")
+    raw = tomllib.loads(args.notes.read_text(encoding="utf-8")) if args.notes.exists() else {}
+    # architecture = "why", or a table of them for one release (["0.5.23"]) where releases differ.
+    notes = {k: str(v) for k, v in raw.items() if not isinstance(v, dict)}
+    release = raw.get(str(data.get("engine_version")))
+    if isinstance(release, dict):
+        notes.update({k: str(v) for k, v in release.items()})
+    args.out.write_text(render(data, notes, text_only_names(data), args.section), encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 
