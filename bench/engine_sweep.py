@@ -6,7 +6,10 @@ text-only classes set up, each run's set-up and total time, and the agreement.
 
 --from-json renders sweeps already run (`engine-run --all --format json`, then reruns of some
 classes: the later run of a class counts). Disagreements that
-the engine's code explains are noted in bench/engine_sweep_notes.toml (architecture = "why").
+the engine's code explains are noted in bench/engine_sweep_notes.toml (architecture = "why"), or
+the file --notes names (SGLang's: bench/engine_sweep_notes_sglang.toml). --section renders one
+release's figures and table as a section of a document with its own introduction (one per
+release: docs/engine-runs-sglang.md).
 """
 
 from __future__ import annotations
@@ -25,13 +28,15 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))  # this tree's eagle3lint, whichever one is installed
 NOTES = Path(__file__).with_name("engine_sweep_notes.toml")
 VERDICTS = ("works", "crash", "silent", "refused")
+# The time one launch may take on 2 cores, by engine (the engine-run issues' goals).
+RUN_GOAL_S = {"vllm": 60, "sglang": 30}
 
 
 def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "\\|")
 
 
-def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozenset[str]) -> str:
+def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozenset[str], section: bool = False) -> str:
     runs = data["runs"]
     if text_only_names:
         text_only = [r for r in runs if r["architecture"] in text_only_names]
@@ -45,7 +50,13 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
     seconds = [r["seconds"] for r in runs]
     setup_s = [r["setup_seconds"] for r in runs if r.get("setup_seconds")]
     launch_s = [s for r in runs for s in r.get("launch_seconds") or ()]
-    lines = [
+    goal_s = RUN_GOAL_S.get(data["engine"], 60)
+    head = [
+        f"## {data['engine']} {data['engine_version']}",
+        "",
+        f"{data['runner']}; {len(runs)} classes run.",
+        "",
+    ] if section else [
         "# Engine runs: the verdicts against a running engine",
         "",
         f"`python bench/engine_sweep.py` ({data['engine']} {data['engine_version']}, {data['runner']}): every target class of the",
@@ -53,13 +64,16 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
         "(`eagle3lint engine-run --all`), against `eagle3lint models` on the same files.",
         *_provenance(runs),
         "",
+    ]
+    lines = [
+        *head,
         "| figure | value | goal |",
         "| --- | --- | --- |",
         f"| classes run | {len(runs)} ({len(text_only)} text-only, {len(multimodal)} multimodal) | |",
         f"| set up (a verdict) | {len(set_up)} of {len(runs)} | |",
         f"| text-only classes set up | {len(text_set_up)} of {len(text_only)} ({len(text_set_up) / max(1, len(text_only)):.0%}) | at least 60% |",
         f"| agreement, runs that set up and have a prediction | {len(agree)} of {len(compared)} ({len(agree) / max(1, len(compared)):.0%}) | at least 95% |",
-        f"| time per launch (one engine start: with the drafter, without it, a retry), median / max | {statistics.median(launch_s):.0f} s / {max(launch_s):.0f} s ({sum(s <= 60 for s in launch_s)} of {len(launch_s)} within 60 s) | a run at most 60 s |" if launch_s else "| time per launch | - | |",
+        f"| time per launch (one engine start: with the drafter, without it, a retry), median / max | {statistics.median(launch_s):.0f} s / {max(launch_s):.0f} s ({sum(s <= goal_s for s in launch_s)} of {len(launch_s)} within {goal_s} s) | a run at most {goal_s} s |" if launch_s else "| time per launch | - | |",
         f"| time per class (every launch it took), median / max | {statistics.median(seconds):.0f} s / {max(seconds):.0f} s | |" if seconds else "| time per class | - | |",
         f"| engine set-up (import to engine ready), median | {statistics.median(setup_s):.0f} s | |" if setup_s else "| engine set-up | - | |",
         "",
@@ -138,6 +152,8 @@ def main() -> int:
     parser.add_argument("--from-json", type=Path, nargs="+", help="Sweeps already run; a later file's run of a class replaces an earlier one's.")
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "engine-runs.md")
     parser.add_argument("--save-json", type=Path, help="Keep the sweep's records (to render again with --from-json --repredict).")
+    parser.add_argument("--notes", type=Path, default=NOTES, help="Why runs disagree, by architecture (default: bench/engine_sweep_notes.toml).")
+    parser.add_argument("--section", action="store_true", help="A section (## ENGINE VERSION) to put under a document's own introduction, not a whole document.")
     parser.add_argument(
         "--repredict", action="store_true",
         help="Compare the engine's outcomes with this tree's predictions (the analysis changed since the sweep ran; the engine's files did not).",
@@ -165,8 +181,13 @@ def main() -> int:
             args.save_json.write_text(json.dumps(data, indent=1) + "\n", encoding="utf-8")
     if args.repredict:
         repredict(data)
-    notes = tomllib.loads(NOTES.read_text(encoding="utf-8")) if NOTES.exists() else {}
-    args.out.write_text(render(data, {k: str(v) for k, v in notes.items()}, text_only_names(data)), encoding="utf-8")
+    raw = tomllib.loads(args.notes.read_text(encoding="utf-8")) if args.notes.exists() else {}
+    # architecture = "why", or a table of them for one release (["0.5.23"]) where releases differ.
+    notes = {k: str(v) for k, v in raw.items() if not isinstance(v, dict)}
+    release = raw.get(str(data.get("engine_version")))
+    if isinstance(release, dict):
+        notes.update({k: str(v) for k, v in release.items()})
+    args.out.write_text(render(data, notes, text_only_names(data), args.section), encoding="utf-8")
     print(f"wrote {args.out}")
     return 0
 

@@ -32,7 +32,7 @@ FAILS = frozenset({CRASH, SILENT})
 # When in a launch a cause acts; the earliest active one decides the outcome.
 STAGE_LAUNCH = 0.0  # argument and config checks, before the weights load (allow-lists, options)
 STAGE_RUNNER = 1.0  # the runner's check of the loaded model (``supports_eagle3()``)
-STAGE_MEMBERS = 2.0  # interface calls at start-up, in the rule pack's member order
+STAGE_MEMBERS = 2.0  # interface calls at start-up, in the order the release reaches them (CheckContext.start_up_order)
 STAGE_FORWARD = 3.0  # the forward passes: warm-up, CUDA-graph capture, serving
 
 # A launch option a cause needs: (option name, value), e.g. ("pp", "on"), ("runner", "v1").

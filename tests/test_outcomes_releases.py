@@ -31,19 +31,32 @@ def _row(spec: str, name: str, *options: str) -> tuple[str, str]:
     return row["status"], row["outcome"]
 
 
-def test_sglang_0_5_23_refusals_are_incomplete_and_only_the_bare_getter_crashes() -> None:
-    # attention_backend_setup.py ~55: `if not hasattr(model, "set_eagle3_layers_to_capture"):
-    # raise ValueError(...)`: a clear refusal before anything else.
+def test_sglang_0_5_23_a_missing_getter_crashes_before_the_refusal() -> None:
+    # managers/scheduler.py init_model_worker builds the draft worker, which calls the target's
+    # get_embed_and_head bare (speculative/pp_draft_embedding.py ~95, in a try whose handler
+    # re-raises the AttributeError), before the attention backends, whose check
+    # (attention_backend_setup.py ~55: `if not hasattr(model, "set_eagle3_layers_to_capture"):
+    # raise ValueError(...)`) refuses clearly. A class that lacks both crashes at the getter, as
+    # SGLang's own start-up does with Olmo (tests/test_sglang_engine_runs.py).
     phi4mm = _matrix("sglang==0.5.23")["Phi4MMForCausalLM"]
-    assert (phi4mm["status"], phi4mm["outcome"], phi4mm["codes"]) == ("incomplete", "refused", ["E3L004"])
-    assert phi4mm["evidence"]["path"].endswith("attention_backend_setup.py")
-    # Qwen2-MoE has the setter; pp_draft_embedding.py ~95 calls get_embed_and_head inside a
-    # try whose handler re-raises the AttributeError: a crash.
+    assert (phi4mm["status"], phi4mm["outcome"], phi4mm["codes"]) == ("broken", "crash", ["E3L004"])
+    assert phi4mm["evidence"]["path"].endswith("pp_draft_embedding.py")
+    assert "`get_embed_and_head`" in phi4mm["reason"]
+    olmo = _matrix("sglang==0.5.23")["OlmoForCausalLM"]
+    assert (olmo["status"], olmo["outcome"]) == ("not-implemented", "crash")
+    # Qwen2-MoE has the setter and lacks the getter: a crash on every release.
     qwen2moe = _matrix("sglang==0.5.23")["Qwen2MoeForCausalLM"]
     assert (qwen2moe["status"], qwen2moe["outcome"]) == ("broken", "crash")
     assert qwen2moe["evidence"]["path"].endswith("pp_draft_embedding.py")
-    statuses = [m["status"] for m in _matrix("sglang==0.5.23").values()]
-    assert statuses.count("broken") == 1 and statuses.count("incomplete") >= 60
+    # Glm4 has the getter and lacks the setter: the release's own refusal.
+    glm4 = _matrix("sglang==0.5.23")["Glm4ForCausalLM"]
+    assert (glm4["status"], glm4["outcome"]) == ("incomplete", "refused")
+    assert glm4["evidence"]["path"].endswith("attention_backend_setup.py")
+    rows = [(m["status"], m["outcome"]) for m in _matrix("sglang==0.5.23").values()]
+    assert rows.count(("incomplete", "refused")) >= 20 and rows.count(("broken", "crash")) >= 40
+    # 0.5.9 calls the setter bare while the target's runner initialises, before the draft worker.
+    olmo_059 = _matrix("sglang==0.5.9")["OlmoForCausalLM"]
+    assert (olmo_059["outcome"], "`set_eagle3_layers_to_capture`" in olmo_059["reason"]) == ("crash", True)
 
 
 def test_sglang_0_5_23_two_batch_overlap_is_a_condition_then_the_answer() -> None:

@@ -229,7 +229,7 @@ class CheckContext:
         in that order) decides. A bare call of it anywhere (a runner, a plugin's proposer) is a
         crash (``AttributeError``); where every call is behind the engine's own check that
         raises, the engine refuses EAGLE-3 clearly."""
-        order = list(self.pack.members)
+        order = self.start_up_order()
         first = min(members, key=lambda m: order.index(m) if m in order else len(order))
         reached = [s for s in sites if s.member == first and s.fatal] or [s for s in sites if s.fatal]
         bare = [s for s in reached if s.guard == "none"]
@@ -238,6 +238,14 @@ class CheckContext:
         evidence = self.related_for(chosen[:1])[0] if chosen else None
         position = order.index(first) if first in order else len(order)
         return Effect(outcome, member_stage(position), evidence, reason=reason or f"lacks `{first}`", code=code)
+
+    def start_up_order(self) -> list[str]:
+        """The interface members in the order the engine reaches them at start-up: the rule
+        pack's, unless the adapter reads this release's own order (``_start_up_order``)."""
+        return self.shared("start-up-order", self._start_up_order)
+
+    def _start_up_order(self) -> list[str]:
+        return list(self.pack.members)
 
     def engine_effects(self, model: ModelClass) -> list[Effect]:
         """What the engine does to a target besides its findings: the launch checks that refuse

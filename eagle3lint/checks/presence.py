@@ -75,6 +75,8 @@ class MissingTargetMethod(Rule):
             ]
             if not missing:
                 continue
+            order = ctx.start_up_order()
+            missing.sort(key=lambda pair: order.index(pair[0].name) if pair[0].name in order else len(order))
             first, _ = missing[0]
             spec = ctx.pack.members[first.name]
             sites = list(dict.fromkeys(s for _, member_sites in missing for s in member_sites))
@@ -227,7 +229,9 @@ class WrapperDelegationGap(Rule):
     nothing forwards the call: where the engine calls it bare (0.5.9) the server dies with an
     `AttributeError` after the weights load (a crash: an error); where it checks first (0.5.23's
     `hasattr` guard) it refuses EAGLE-3 with its own message (a warning: the model is one
-    delegation away). This is the Kimi-K2.5 crash: `KimiK25ForConditionalGeneration` holds a
+    delegation away). The member the release reaches first decides: 0.5.23 builds the draft worker,
+    which calls `get_embed_and_head` bare, before that guard, so a wrapper that forwards neither
+    crashes there. This is the Kimi-K2.5 crash: `KimiK25ForConditionalGeneration` holds a
     `DeepseekV3ForCausalLM` in `self.language_model` and lacked `set_eagle3_layers_to_capture`.
 
     ## Why is this bad? (vLLM)
@@ -303,6 +307,9 @@ class WrapperDelegationGap(Rule):
 
     @staticmethod
     def _finding(ctx: CheckContext, model: ModelClass, members: list[tuple[str, MemberState, list[ContractSite]]]) -> Finding:
+        # The member the engine reaches first leads (and names the cause).
+        order = ctx.start_up_order()
+        members = sorted(members, key=lambda item: order.index(item[0]) if item[0] in order else len(order))
         first, state, _ = members[0]
         assert state.inner_class is not None
         names = [name for name, _, _ in members]
@@ -614,7 +621,7 @@ def _lacking_phrase(state: MemberState) -> str:
 
 
 def _stage(ctx: CheckContext, member: str) -> float:
-    order = list(ctx.pack.members)
+    order = ctx.start_up_order()
     return member_stage(order.index(member) if member in order else len(order))
 
 

@@ -37,6 +37,8 @@ from typing import Any
 
 SPEC_ENV = "EAGLE3LINT_SGLANG_PROBE_SPEC"
 KILL_GROUP_ENV = "EAGLE3LINT_SGLANG_PROBE_KILL_GROUP"
+# The model type a stand-in config was registered under (the scheduler child registers it too).
+STAND_IN_ENV = "EAGLE3LINT_SGLANG_PROBE_STAND_IN"
 
 # The wall every class reaches once its interface calls passed: no drafting attention backend on
 # CPU (speculative/draft_utils.py, "EAGLE is not supported in [decode] attention backend ...").
@@ -141,11 +143,41 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
         candidates = [*own.keys(), *CONFIG_MAPPING.keys()]
         best = max((t for t in candidates if stem.startswith(_norm(t)) and _norm(t)), key=lambda t: len(_norm(t)), default=None)
         if best is None:
-            raise LookupError(f"no config class found for {architecture}")
+            # Remote code only (InternLM3...): Llama's config under the architecture's own model
+            # type, registered with transformers in this process and the scheduler's, as vLLM's
+            # probe does (a checkpoint's config.json gives such a class every key it reads; what
+            # Llama's lacks, the launch names and the sweep adds on its retry).
+            stem = re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture).lower()
+            if not stem:
+                raise LookupError(f"no config class found for {architecture}")
+            return stem, _stand_in_config(stem), "no config class of its own: " + STAND_IN_HOW
         model_type, how = best, "the architecture's name"
     if model_type in own:
         return model_type, own[model_type], how + " (SGLang's config)"
     return model_type, CONFIG_MAPPING[model_type], how
+
+
+STAND_IN_HOW = "Llama's, as a stand-in"
+
+
+def _stand_in_config(model_type: str) -> Any:
+    from transformers import AutoConfig, LlamaConfig
+
+    name = f"StandIn_{re.sub(r'[^A-Za-z0-9_]', '_', model_type)}_Config"
+    stand_in = globals().get(name)
+    if stand_in is None:
+        stand_in = type(name, (LlamaConfig,), {"model_type": model_type})
+        # A module attribute, so that the config pickles to the scheduler child by name (which
+        # defines it again when it imports this module: STAND_IN_ENV, below).
+        globals()[name] = stand_in
+    AutoConfig.register(model_type, stand_in, exist_ok=True)
+    os.environ[STAND_IN_ENV] = model_type
+    return stand_in
+
+
+if os.environ.get(STAND_IN_ENV):
+    # The scheduler child imports this module (spawn) before it unpickles the config it is given.
+    _stand_in_config(os.environ[STAND_IN_ENV])
 
 
 COMMON_KEYS = {"output_attentions", "output_hidden_states", "return_dict", "transformers_version", "torchscript", "use_return_dict", "dtype", "torch_dtype"}
@@ -227,6 +259,8 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         # The config class's own type (transformers' tables name LlamaForCausalLM under code_llama).
         model_type = getattr(cls, "model_type", None) or model_type
         defaults = _plain(cls().to_dict())
+        if how.endswith(STAND_IN_HOW):
+            defaults.update(shrink.stand_in_defaults(architecture))
         shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
         config = shrunk.config
         config["architectures"] = [architecture]
