@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.summary import Construction, ModuleSummary, final_constructions, summarize
+from eagle3lint.source.summary import Construction, ModuleSummary, final_constructions, summarize
 from tests.helpers import FIXTURES, run_json
 
 TREE = FIXTURES / "sglang_dispatch"

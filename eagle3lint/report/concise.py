@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
+from eagle3lint.checks.verdicts import status_counts
+from eagle3lint.common.escape import line_path, line_text
 from eagle3lint.report.colour import Painter, painter_for
-from eagle3lint.report.paths import engine_label, line_path, line_text
-from eagle3lint.verdicts import status_counts
+from eagle3lint.report.paths import engine_label
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from eagle3lint.findings import Finding
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import Finding
+    from eagle3lint.model.result import CheckResult
 
 
 def summary_line(result: CheckResult) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 
 
 class SglangContext(CheckContext):

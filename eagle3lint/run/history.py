@@ -1,0 +1,236 @@
+"""Each model's EAGLE-3 status across engine releases (``models --release 'sglang>=0.5.2,<=0.5.23'``).
+
+The releases a query names (``release_query``; a range is matched against the package index's
+list) are fetched and analysed one after the other, oldest first, in this process: each with the
+run's settings and launch options, as ``models --release`` would one release. Summaries are
+shared across trees in the cache, so a release costs little more than the files that changed
+since the one before. What is kept of each is one cell per model: its status, outcome and codes.
+
+A row is a model class as the engine registers it: the same class name in two releases is one
+row where the architectures registered for it overlap (vLLM registers some class names twice,
+in different packages, for different architectures: two rows), and a class absent from a release
+has no cell there.
+
+A release that is published without a wheel is noted and skipped; a failure to fetch one (the
+network, a damaged wheel) ends the history there: what was analysed so far is still reported.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import gc
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagle3lint.common.errors import ReleaseFetchError, UsageError
+from eagle3lint.common.findings import FileError
+from eagle3lint.fetch.release_query import ReleaseQuery, one_engine, select
+from eagle3lint.settings.config import Settings
+
+
+@dataclass(frozen=True)
+class Cell:
+    status: str
+    outcome: str | None
+    codes: tuple[str, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"status": self.status, "outcome": self.outcome, "codes": list(self.codes)}
+
+    @property
+    def shown(self) -> tuple[str, str | None]:
+        """What a matrix shows of it (the codes are in the details)."""
+        return self.status, self.outcome
+
+
+@dataclass
+class ModelHistory:
+    name: str  # the class's qualified name in its module
+    variant: str | None
+    architectures: list[str]
+    cells: dict[str, Cell] = field(default_factory=dict)  # release -> cell; none where absent
+
+    def matches(self, name: str, variant: str | None, architectures: list[str]) -> bool:
+        if (self.name, self.variant) != (name, variant):
+            return False
+        return bool(set(self.architectures) & set(architectures)) or not (self.architectures or architectures)
+
+    def first_supported(self, releases: list[str]) -> str | None:
+        return next((r for r in releases if r in self.cells and self.cells[r].status == "supported"), None)
+
+    def supported_since(self, releases: list[str]) -> str | None:
+        """The first release of the run of supported ones that reaches the last release
+        analysed: what a deployer needs at least (None where the last one does not support it)."""
+        since = None
+        for release in releases:
+            cell = self.cells.get(release)
+            supported = cell is not None and cell.status == "supported"
+            since = (since or release) if supported else None
+        return since
+
+    def last_broken(self, releases: list[str]) -> tuple[str, tuple[str, ...]] | None:
+        broken = [(r, self.cells[r].codes) for r in releases if r in self.cells and self.cells[r].status == "broken"]
+        return broken[-1] if broken else None
+
+    def changes(self, releases: list[str]) -> list[tuple[str, Cell | None, Cell | None]]:
+        """Each release where what the matrix shows changed (appearing and disappearing too),
+        with the cells before and after."""
+        out: list[tuple[str, Cell | None, Cell | None]] = []
+        previous: Cell | None = None
+        for n, release in enumerate(releases):
+            cell = self.cells.get(release)
+            if n and (cell.shown if cell else None) != (previous.shown if previous else None):
+                out.append((release, previous, cell))
+            previous = cell
+        return out
+
+    def label(self) -> str:
+        return f"{self.name} [{self.variant}]" if self.variant else self.name
+
+
+@dataclass(frozen=True)
+class Skipped:
+    release: str
+    problem: str
+
+
+@dataclass
+class History:
+    engine: str
+    queries: list[str]  # as given
+    planned: list[str]  # every release the queries selected, oldest first
+    releases: list[str] = field(default_factory=list)  # those analysed
+    models: list[ModelHistory] = field(default_factory=list)
+    skipped: list[Skipped] = field(default_factory=list)  # published without a wheel
+    failure: str | None = None  # what ended the history early
+    errors: list[tuple[str, FileError]] = field(default_factory=list)  # (release, file error)
+    options: dict[str, Any] | None = None  # the launch options assumed (as the JSON has them)
+    # release -> the launch options (as a user gives them) under which it refuses every model
+    refusals: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def not_reached(self) -> list[str]:
+        done = {*self.releases, *(s.release for s in self.skipped)}
+        return [r for r in self.planned if r not in done]
+
+    def add(self, release: str, name: str, variant: str | None, architectures: list[str], cell: Cell) -> None:
+        for row in self.models:
+            if release not in row.cells and row.matches(name, variant, architectures):
+                row.cells[release] = cell
+                row.architectures.extend(a for a in architectures if a not in row.architectures)
+                return
+        self.models.append(ModelHistory(name, variant, list(architectures), {release: cell}))
+
+    def narrowed(self, names: tuple[str, ...]) -> list[str]:
+        """Keep the rows whose class or architecture ``names`` name (case aside; ``*`` and
+        ``?`` as in a shell); returns the names that matched nothing."""
+        if not names:
+            return []
+        kept: list[ModelHistory] = []
+        unmatched: list[str] = []
+        for pattern in names:
+            hits = [m for m in self.models if _named(m, pattern)]
+            if not hits:
+                unmatched.append(pattern)
+            kept.extend(m for m in hits if m not in kept)
+        self.models = [m for m in self.models if m in kept]
+        return unmatched
+
+
+def _named(model: ModelHistory, pattern: str) -> bool:
+    wanted = pattern.lower()
+    names = [model.name, model.name.rsplit(".", 1)[-1], *model.architectures]
+    return any(fnmatch.fnmatchcase(n.lower(), wanted) for n in names)
+
+
+Fetch = Callable[[str, int], Any]  # (NAME==VERSION, releases to keep) -> the package folder
+
+
+def plan(queries: list[ReleaseQuery], prereleases: bool) -> tuple[str, list[str]]:
+    """The engine and the releases the queries select, oldest first. A range asks the package
+    index for its releases; a list of exact releases does not."""
+    from eagle3lint.fetch import pip_index
+
+    engine = one_engine(queries)
+    ranged = [q for q in queries if q.specifier is not None]
+    published: list[str] = []
+    if ranged:
+        pre = prereleases or any(q.wants_prereleases() for q in ranged)
+        published = pip_index.listing(engine, pre=pre).versions
+    chosen = select(queries, published, prereleases)
+    if not chosen:
+        asked = " ".join(q.text for q in queries)
+        latest = f" (the latest published is {engine} {published[0]})" if published else ""
+        hint = "" if prereleases else "; pre-releases are left out unless --pre asks for them"
+        raise UsageError(f"--release {asked}: no published {engine} release matches{latest}{hint}")
+    return engine, chosen
+
+
+def run_history(
+    queries: list[ReleaseQuery],
+    settings: Settings,
+    use_cache: bool = True,
+    prereleases: bool = False,
+    fetch: Fetch | None = None,
+    progress: Callable[[str], None] | None = None,
+) -> History:
+    """Analyse each release the queries select and lay the models side by side. ``progress``
+    is told which release is analysed (and "" when it is done)."""
+    from eagle3lint.fetch import pip_index
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.fetch.libraries import attach_libraries
+    from eagle3lint.fetch.releases import fetch_release
+    from eagle3lint.report.matrix import rows
+    from eagle3lint.run.runner import run_check
+
+    engine, chosen = plan(queries, prereleases)
+    history = History(engine, [q.text for q in queries], chosen)
+    fetch = fetch or (lambda spec, keep: fetch_release(spec, keep=keep))
+    for n, release in enumerate(chosen, 1):
+        try:
+            root = fetch(f"{engine}=={release}", len(chosen))
+        except pip_index.NoWheel as exc:
+            history.skipped.append(Skipped(release, str(exc)))
+            continue
+        except ReleaseFetchError as exc:
+            history.failure = str(exc)
+            break
+        if progress is not None:
+            progress(f"{engine} {release} ({n} of {len(chosen)})")
+        found = attach_libraries(discover_engine([], engine=engine, engine_root=root))
+        result = run_check(found, [root], settings=settings, use_cache=use_cache)
+        if progress is not None:
+            progress("")  # the line is clear for what the next fetch says
+        history.releases.append(release)
+        history.errors.extend((release, e) for e in result.errors)
+        if history.options is None and result.options is not None:
+            history.options = result.options.to_json()
+        history.refusals[release] = sorted({_described(found, r.option) for r in result.contract.launch_refusals})
+        for row in rows(result):
+            m = row.model
+            history.add(release, m.ref.qualname, m.variant, list(m.architectures), Cell(m.status, m.outcome or None, tuple(row.codes)))
+        # Each release's index and results are garbage once its cells are kept.
+        del result, found
+        gc.collect()
+    _order(history)
+    return history
+
+
+def _described(engine: Any, option: str) -> str:
+    """A launch option as a user gives it (``--pp-size > 1``)."""
+    spec = engine.pack.options.get(option)
+    return str(spec.described_on()) if spec is not None else option
+
+
+def _order(history: History) -> None:
+    """Most urgent first, as in the last release each row is in (the order ``models`` lists
+    one release in): then by name."""
+    from eagle3lint.report.matrix import BROKEN_FIRST as _URGENT
+
+    def key(model: ModelHistory) -> tuple[int, str, str]:
+        last = next((model.cells[r] for r in reversed(history.releases) if r in model.cells), None)
+        rank = _URGENT.index(last.status) if last is not None and last.status in _URGENT else len(_URGENT)
+        return rank, model.name.lower(), model.variant or ""
+
+    history.models.sort(key=key)
