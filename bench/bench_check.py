@@ -25,8 +25,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from eagle3lint.releases import fetch_release  # noqa: E402
-from eagle3lint.rulepack import load_pack  # noqa: E402
+from eagle3lint.fetch.releases import fetch_release  # noqa: E402
+from eagle3lint.source.rulepack import load_pack  # noqa: E402
 
 PARSE_BASELINE = """
 import ast, sys, warnings

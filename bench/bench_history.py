@@ -32,9 +32,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from eagle3lint.history import plan  # noqa: E402
-from eagle3lint.release_query import parse_query  # noqa: E402
-from eagle3lint.releases import _python_sources, fetch_release, read_wheel_files  # noqa: E402
+from eagle3lint.fetch.release_query import parse_query  # noqa: E402
+from eagle3lint.fetch.releases import _python_sources, fetch_release, read_wheel_files  # noqa: E402
+from eagle3lint.run.history import plan  # noqa: E402
 
 
 def _env(**extra: str) -> dict[str, str]:
@@ -89,9 +89,9 @@ def bench_history(query: str, work: Path) -> dict[str, object]:
 
 INNER = """
 import json, os, resource, sys, time
-from eagle3lint.config import Settings
-from eagle3lint.history import run_history
-from eagle3lint.release_query import parse_query
+from eagle3lint.settings.config import Settings
+from eagle3lint.run.history import run_history
+from eagle3lint.fetch.release_query import parse_query
 
 def used():
     me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

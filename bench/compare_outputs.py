@@ -24,7 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from eagle3lint.releases import fetch_release  # noqa: E402
+from eagle3lint.fetch.releases import fetch_release  # noqa: E402
 
 DEFAULT_RELEASES = ("sglang==0.5.9", "sglang==0.5.23", "vllm==0.18.0", "vllm==0.33.0")
 COMMANDS = {

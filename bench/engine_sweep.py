@@ -109,9 +109,9 @@ def _provenance(runs: list[dict[str, Any]]) -> list[str]:
 
 
 def _engine(data: dict[str, Any]) -> Any:
+    from eagle3lint.common.errors import UsageError
     from eagle3lint.enginerun.sweep import find_engine
     from eagle3lint.engines import engine_run_for
-    from eagle3lint.errors import UsageError
 
     spec = engine_run_for(data["engine"])
     try:  # the environment of the release the sweep ran on, where one is installed per release

@@ -36,7 +36,9 @@ def _env(cache: Path) -> dict[str, str]:
 
 
 def evict(rounds: int) -> int:
-    from eagle3lint.releases import cache_root, fetch_release
+    from eagle3lint.common.cache_dir import cache_root
+
+    from eagle3lint.fetch.releases import fetch_release
 
     fetch_release(HELD)
     lone = _cli("fix", "--release", HELD, env={**os.environ}).communicate()[1].strip().splitlines()[-1]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from eagle3lint import interrupts
+from eagle3lint.common import interrupts
 
 TYPE_CHECKING = False  # ``typing`` is not loaded before Ctrl-C is handled
 if TYPE_CHECKING:

@@ -11,18 +11,19 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from eagle3lint import __version__, interrupts
-from eagle3lint.engine_scope import resolve_engine, resolve_engines
+from eagle3lint import __version__
+from eagle3lint.common import interrupts
+from eagle3lint.common.errors import UsageError
+from eagle3lint.common.escape import line_path, line_text
+from eagle3lint.common.interrupts import EXIT_INTERRUPTED
 from eagle3lint.engines import ENGINE_NAMES, adapter_for
-from eagle3lint.errors import UsageError
-from eagle3lint.interrupts import EXIT_INTERRUPTED
+from eagle3lint.fetch.engine_scope import resolve_engine, resolve_engines
 from eagle3lint.report import FORMATS
-from eagle3lint.report.paths import line_path, line_text
 
 if TYPE_CHECKING:
-    from eagle3lint.config import Settings
-    from eagle3lint.findings import FileError
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import FileError
+    from eagle3lint.model.result import CheckResult
+    from eagle3lint.settings.config import Settings
 
 __all__ = ["cli", "main", "resolve_engine", "resolve_engines"]
 
@@ -55,8 +56,8 @@ def with_engine_options(settings: Settings, chosen: tuple[str, ...]) -> Settings
 def _split_codes(values: tuple[str, ...]) -> list[str]:
     """``--select E3L001,wrapper-delegation-gap --select E3L1``: codes, prefixes or rule names
     (comma-separated, repeatable), as codes; one that names nothing is a usage error."""
+    from eagle3lint.common.rule_codes import did_you_mean, resolve_code
     from eagle3lint.engines import known_rule_codes
-    from eagle3lint.rule_codes import did_you_mean, resolve_code
 
     known = known_rule_codes()
     out: list[str] = []
@@ -100,8 +101,8 @@ class _LazyGroup(click.Group):
     """Subcommands living in other modules load when named (or listed by --help): ``check``
     on every commit should not pay for importing the fixer and the GPU launcher."""
 
-    lazy = {"fix": "eagle3lint.fix.cli:fix", "verify": "eagle3lint.verify.cli:verify", "preflight": "eagle3lint.verify.cli:preflight",
-            "engine-run": "eagle3lint.enginerun.cli:engine_run"}
+    lazy = {"fix": "eagle3lint.commands.fix:fix", "verify": "eagle3lint.commands.verify:verify", "preflight": "eagle3lint.commands.verify:preflight",
+            "engine-run": "eagle3lint.commands.engine_run:engine_run"}
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         return sorted([*super().list_commands(ctx), *self.lazy])
@@ -183,8 +184,8 @@ def check(
     engine_option: tuple[str, ...],
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract (`--fix`: fix first, `--diff`: show the fixes)."""
-    from eagle3lint.file_scope import engine_files, is_file_list
-    from eagle3lint.settings_load import load as load_settings
+    from eagle3lint.fetch.file_scope import engine_files, is_file_list
+    from eagle3lint.run.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     if no_baseline and baseline_file is not None:
@@ -206,7 +207,7 @@ def check(
             sys.exit(status)
     # The baseline files are checked before the run: a folder, a pipe or a device named there
     # is refused at once, not read (or waited on) after a long analysis.
-    from eagle3lint.baseline import baseline_target, check_baseline_file
+    from eagle3lint.settings.baseline import baseline_target, check_baseline_file
 
     reading = baseline_file or settings.baseline
     if write_baseline_file is not None:
@@ -223,7 +224,7 @@ def check(
         kept = tuple(engine_files(paths, engine or settings.engine, engine_root or settings.engine_root, flat))
         paths = kept or _nothing_to_check(paths, engine or settings.engine, verbose)
     from eagle3lint.report import write_reports
-    from eagle3lint.runner import run_check
+    from eagle3lint.run.runner import run_check
 
     selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
     targets = resolve_engines(
@@ -232,7 +233,7 @@ def check(
     results: list[tuple[CheckResult, list[Path]]] = []
     for found, scope in targets:
         if is_file_list(paths):
-            from eagle3lint.file_scope import widen_for_call_site_changes
+            from eagle3lint.fetch.file_scope import widen_for_call_site_changes
 
             scope, widening = widen_for_call_site_changes(found, scope)
             for path in widening if not quiet else ():
@@ -267,8 +268,8 @@ def check(
         _refuse_empty_scope(result, scope if paths else [], bool(release))
     errors = any(result.errors for result, _ in results)
     if write_baseline_file is not None:
-        from eagle3lint.baseline import write_baseline
         from eagle3lint.report.paths import engine_label
+        from eagle3lint.settings.baseline import write_baseline
 
         count = write_baseline(write_baseline_file, [(result.findings, result.engine) for result, _ in results])
         read = " and ".join(engine_label(result.engine) for result, _ in results)
@@ -287,7 +288,7 @@ def check(
         write_reports(chosen_format, [result for result, _ in results], sys.stdout, verbose, quiet=quiet)
     if errors:
         sys.exit(EXIT_ERROR)
-    from eagle3lint.runner import fails
+    from eagle3lint.run.runner import fails
 
     threshold = fail_on or settings.fail_on
     failing = any(fails(result.findings, threshold) for result, _ in results) and not exit_zero
@@ -331,7 +332,7 @@ def _nothing_to_check(paths: tuple[Path, ...], engine: str | None, verbose: bool
     file exits at once, quietly. A file among them that looks like a model file is never passed
     silently: it goes on to the check (a usage error naming it, as in every format, unless it
     is a plugin's with an engine to check it against). Returns those files."""
-    from eagle3lint.file_scope import model_like_files
+    from eagle3lint.fetch.file_scope import model_like_files
 
     _refuse_other_engine(paths, engine)
     named = model_like_files(paths)
@@ -371,7 +372,7 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
     """``--engine vllm`` given files of an SGLang tree: a usage error, not a silent pass."""
     if engine is None:
         return
-    from eagle3lint.engine_finder import discover_engine
+    from eagle3lint.fetch.engine_finder import discover_engine
 
     for path in paths:
         try:
@@ -387,8 +388,8 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def show_config(config_file: Path | None, output_format: str) -> None:
     """Print the settings in effect: each value a run uses, marked where it is a default."""
-    from eagle3lint.settings_load import load as load_settings
-    from eagle3lint.settings_view import write_json, write_text
+    from eagle3lint.run.settings_load import load as load_settings
+    from eagle3lint.settings.view import write_json, write_text
 
     (write_json if output_format == "json" else write_text)(load_settings(config_file), sys.stdout)
 
@@ -401,7 +402,7 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
     """Print the EAGLE-3 interface as derived from the engine's own source."""
     import json
 
-    from eagle3lint.contract import extract_contract
+    from eagle3lint.model.contract import extract_contract
     from eagle3lint.report.contract_text import write_contract_text
 
     found, _ = resolve_engine((path,) if path else (), engine, engine_root, release)
@@ -460,7 +461,7 @@ def models(
 ) -> None:
     """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix;
     across releases with a list or range of them."""
-    from eagle3lint.settings_load import load as load_settings
+    from eagle3lint.run.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     # A baseline says which findings a commit answers for; the matrix shows every model's
@@ -468,7 +469,7 @@ def models(
     settings.baseline = None
     queries = []
     if releases:  # version parsing loads only where a release is named
-        from eagle3lint.release_query import parse_query
+        from eagle3lint.fetch.release_query import parse_query
 
         queries = [parse_query(r) for r in releases]
     if len(queries) > 1 or (queries and queries[0].single is None):
@@ -477,7 +478,7 @@ def models(
         _models_history(queries, paths, engine, engine_root, settings, output_format, model_names, prereleases, no_cache, verbose)
         return
     from eagle3lint.report import matrix
-    from eagle3lint.runner import run_check
+    from eagle3lint.run.runner import run_check
 
     release = releases[0] if releases else None
     extra = [p for o in settings.engines.values() for p in o.extra_models]
@@ -520,9 +521,9 @@ def _models_history(
     verbose: bool,
 ) -> None:
     """``models`` over several releases: one column per release, each row's history."""
-    from eagle3lint.history import run_history
-    from eagle3lint.release_query import one_engine
+    from eagle3lint.fetch.release_query import one_engine
     from eagle3lint.report import history as report
+    from eagle3lint.run.history import run_history
 
     name = one_engine(queries)
     if paths:
@@ -611,8 +612,8 @@ def explain(code: str, engine: str | None, release: str | None) -> None:
 
     rule = rule_registry().by_code(code)
     if rule is None:
+        from eagle3lint.common.rule_codes import did_you_mean
         from eagle3lint.engines import known_rule_codes
-        from eagle3lint.rule_codes import did_you_mean
 
         raise UsageError(f"unknown rule {code!r}{did_you_mean(code, known_rule_codes())} (see `eagle3lint rules`)")
     click.echo(rule.documentation(_explained_engine(engine, release)), nl=False)
@@ -621,11 +622,11 @@ def explain(code: str, engine: str | None, release: str | None) -> None:
 def _explained_engine(engine: str | None, release: str | None) -> str | None:
     """Whose part ``explain`` shows: the one named, a release's, the configuration's, or the
     engine the working directory is in (walking up) or holds (a checkout); else None (all)."""
-    from eagle3lint.engine_finder import engine_name_at
-    from eagle3lint.settings_load import load as load_settings
+    from eagle3lint.fetch.engine_finder import engine_name_at
+    from eagle3lint.run.settings_load import load as load_settings
 
     if release:
-        from eagle3lint.release_query import parse_release_spec
+        from eagle3lint.fetch.release_query import parse_release_spec
 
         name, _ = parse_release_spec(release)
         if engine and engine != name:

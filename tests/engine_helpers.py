@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.common.errors import UsageError
 from eagle3lint.enginerun.sweep import (
     ClassRun,
     EngineEnv,
@@ -17,7 +18,6 @@ from eagle3lint.enginerun.sweep import (
     run_class,
 )
 from eagle3lint.engines import engine_run_for
-from eagle3lint.errors import UsageError
 
 # A launch on 2 loaded cores takes 10 to 60 s; the limit only stops a hang.
 LAUNCH_LIMIT_S = 600.0

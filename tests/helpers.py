@@ -106,7 +106,7 @@ def _parsed(done: subprocess.CompletedProcess[str]) -> dict[str, Any]:
 def release_root(spec: str) -> Path:
     """The package folder of a real release, downloaded once into the user cache (the line
     saying so reaches the terminal). Only a test marked ``release`` may ask for one."""
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.fetch.releases import fetch_release
 
     assert _releases_allowed, f"a test using {spec} must be marked release"
     return fetch_release(spec, announce=downloads.announce)

@@ -75,7 +75,7 @@ def eagle_ids(ids: list[int]) -> dict[str, Any]:
 def shared_checks() -> Iterator[None]:
     """One analysis of each release and option set per test module: the pre-flight's full check
     of a release is the same for every pair, so the module's runs share it."""
-    import eagle3lint.runner as runner
+    import eagle3lint.run.runner as runner
 
     original = runner.run_check
     cache: dict[tuple[str, tuple[str, ...]], Any] = {}

@@ -18,37 +18,37 @@ REGISTRY = "eagle3lint.engines"
 UPPER = (
     "eagle3lint.__main__",
     "eagle3lint.cli",
-    "eagle3lint.runner",
-    "eagle3lint.cache",
-    "eagle3lint.settings_load",
-    "eagle3lint.baseline",
-    "eagle3lint.settings_view",
-    "eagle3lint.engine_finder",
-    "eagle3lint.engine_scope",
-    "eagle3lint.file_scope",
-    "eagle3lint.releases",
-    "eagle3lint.release_query",
-    "eagle3lint.pip_index",
-    "eagle3lint.remote_zip",
-    "eagle3lint.history",
-    "eagle3lint.libraries",
+    "eagle3lint.run.runner",
+    "eagle3lint.run.cache",
+    "eagle3lint.run.settings_load",
+    "eagle3lint.settings.baseline",
+    "eagle3lint.settings.view",
+    "eagle3lint.fetch.engine_finder",
+    "eagle3lint.fetch.engine_scope",
+    "eagle3lint.fetch.file_scope",
+    "eagle3lint.fetch.releases",
+    "eagle3lint.fetch.release_query",
+    "eagle3lint.fetch.pip_index",
+    "eagle3lint.fetch.remote_zip",
+    "eagle3lint.run.history",
+    "eagle3lint.fetch.libraries",
     "eagle3lint.report",
-    "eagle3lint.fix.session",
-    "eagle3lint.fix.cli",
-    "eagle3lint.fix.tally",
-    "eagle3lint.fix.recheck",
-    "eagle3lint.verify.run",
-    "eagle3lint.verify.cli",
-    "eagle3lint.verify.preflight",
-    "eagle3lint.verify.report",
-    "eagle3lint.enginerun.cli",
+    "eagle3lint.run.fix_session",
+    "eagle3lint.commands.fix",
+    "eagle3lint.run.fix_tally",
+    "eagle3lint.run.fix_recheck",
+    "eagle3lint.run.verify_run",
+    "eagle3lint.commands.verify",
+    "eagle3lint.run.preflight",
+    "eagle3lint.run.verify_report",
+    "eagle3lint.commands.engine_run",
 )
 # What the adapter base is, and the packages above it: the machinery it hands out (rules, fixes,
 # the verify driver) is named through its ports, never imported.
-BASE = ("eagle3lint.adapter", "eagle3lint.ports")
+BASE = ("eagle3lint.model.adapter", "eagle3lint.model.ports")
 ABOVE_BASE = ("eagle3lint.checks", "eagle3lint.fix", "eagle3lint.verify")
 # The settings: read and validated against a vocabulary the caller gives.
-SETTINGS = "eagle3lint.config"
+SETTINGS = "eagle3lint.settings.config"
 
 
 def _modules() -> dict[str, Path]:
@@ -117,7 +117,7 @@ def _reach(start: str) -> set[str]:
 
 def test_type_only_imports_are_in_the_graph() -> None:
     # ``adapter`` names ``ModelClass`` only for type checking: the graph must still see it.
-    assert "eagle3lint.models" in GRAPH["eagle3lint.adapter"]
+    assert "eagle3lint.model.models" in GRAPH["eagle3lint.model.adapter"]
 
 
 def test_the_engines_exist_as_packages_with_an_adapter() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 
-from eagle3lint.ast_strings import fold_string, hole_source, message_text
+from eagle3lint.source.ast_strings import fold_string, hole_source, message_text
 
 
 def _expr(source: str) -> ast.expr:

@@ -89,8 +89,8 @@ def test_unreadable_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Tests run as root, where chmod cannot make a file unreadable: make open() refuse instead.
     import builtins
 
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.runner import build_index
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.run.runner import build_index
 
     secret = _models(tree) / "secret.py"
     secret.write_text("x = 1\n")
@@ -101,7 +101,7 @@ def test_unreadable_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
             raise PermissionError(13, "Permission denied", str(file))
         return real_open(file, *args, **kwargs)
 
-    monkeypatch.setattr("eagle3lint.sources.open", refusing_open, raising=False)
+    monkeypatch.setattr("eagle3lint.source.sources.open", refusing_open, raising=False)
     index = build_index(discover_engine([tree]))
     index.load_files([secret, _models(tree) / "missing.py"])
     assert index.errors[str(secret)].message == "cannot be read: permission denied"
@@ -109,8 +109,8 @@ def test_unreadable_file(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_unreadable_path_message() -> None:
-    from eagle3lint.findings import FileError
-    from eagle3lint.sources import read_source
+    from eagle3lint.common.findings import FileError
+    from eagle3lint.source.sources import read_source
 
     result = read_source("/proc/self/mem-does-not-exist")
     assert isinstance(result, FileError) and "vanished" in result.message
@@ -118,8 +118,8 @@ def test_unreadable_path_message() -> None:
 
 
 def test_file_vanishing_mid_run_is_an_error_not_a_crash(tree: Path) -> None:
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.runner import build_index
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.run.runner import build_index
 
     engine = discover_engine([tree])
     index = build_index(engine)
@@ -270,8 +270,8 @@ def test_ctrl_c_during_a_cold_check_exits_130_and_leaves_no_worker(tmp_path: Pat
 
 
 def test_a_broken_symbolic_link_is_said_to_be_one(tmp_path: Path) -> None:
-    from eagle3lint.findings import FileError
-    from eagle3lint.sources import read_source
+    from eagle3lint.common.findings import FileError
+    from eagle3lint.source.sources import read_source
 
     link = tmp_path / "gone.py"
     link.symlink_to(tmp_path / "nowhere.py")
@@ -333,9 +333,9 @@ def test_cr_line_endings_and_form_feeds_take_down_nothing(tmp_path: Path) -> Non
 
 def test_an_internal_error_editing_one_file_costs_that_file_s_fixes_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import eagle3lint.fix.apply
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.fix.session import prepare_fixes
-    from eagle3lint.runner import run_check
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.run.fix_session import prepare_fixes
+    from eagle3lint.run.runner import run_check
     from tests.fix_helpers import MODELS, copy_before
 
     root = copy_before("fix_wrapper", tmp_path)

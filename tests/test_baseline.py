@@ -123,9 +123,9 @@ def test_an_old_baseline_without_a_tree_applies_to_the_working_directorys_tree_o
 
 
 def test_a_release_baseline_names_the_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eagle3lint import releases
-    from eagle3lint.baseline import baseline_skipped, tree_record
-    from eagle3lint.engine_finder import discover_engine
+    from eagle3lint.fetch import releases
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.settings.baseline import baseline_skipped, tree_record
 
     tree = tmp_path / "t"
     shutil.copytree(FIXTURES / "sglang_basic", tree)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from tests.helpers import BASIC_FINDINGS, FIXTURES
 from tests.robust_helpers import TIMEOUT_S, assert_clean_exit, cli_env, run_bounded
 
@@ -82,7 +82,7 @@ def test_baseline_naming_a_folder_is_refused(tree: Path) -> None:
 
 
 def test_oversized_baseline_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eagle3lint import baseline
+    from eagle3lint.settings import baseline
 
     monkeypatch.setattr(baseline, "MAX_BASELINE_BYTES", 1024)
     big = tmp_path / "big.json"
@@ -94,7 +94,7 @@ def test_oversized_baseline_is_refused(tmp_path: Path, monkeypatch: pytest.Monke
 
 
 def test_baseline_nested_past_the_json_parser_is_a_usage_error(tmp_path: Path) -> None:
-    from eagle3lint.baseline import read_baseline
+    from eagle3lint.settings.baseline import read_baseline
 
     deep = tmp_path / "deep.json"
     deep.write_text("[" * 200_000)
@@ -104,7 +104,7 @@ def test_baseline_nested_past_the_json_parser_is_a_usage_error(tmp_path: Path) -
 
 @pytest.mark.parametrize("entry", [[1, 2], "x", {"path": [], "qualname": "q", "member": "m", "code": "c"}])
 def test_malformed_entries_are_usage_errors(tmp_path: Path, entry: object) -> None:
-    from eagle3lint.baseline import read_baseline
+    from eagle3lint.settings.baseline import read_baseline
 
     path = tmp_path / "b.json"
     path.write_text(json.dumps({"version": 1, "findings": [entry]}))
@@ -134,9 +134,9 @@ RUN_CHECK_DIRECTLY = """
 import sys
 from pathlib import Path
 
-import eagle3lint.runner as runner
-from eagle3lint.engine_finder import discover_engine
-from eagle3lint.errors import UsageError
+import eagle3lint.run.runner as runner
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.common.errors import UsageError
 
 def analysed(*args, **kwargs):
     raise SystemExit("analysed before the baseline was refused")
@@ -253,8 +253,8 @@ def test_a_replaced_baseline_keeps_its_mode(tree: Path, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("failure", [KeyboardInterrupt, OSError(28, "No space left on device")], ids=["interrupt", "disk-full"])
 def test_a_failed_write_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failure: BaseException) -> None:
-    from eagle3lint import baseline
-    from eagle3lint.engine_finder import discover_engine
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.settings import baseline
 
     engine = discover_engine([FIXTURES / "sglang_basic"])
 

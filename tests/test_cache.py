@@ -241,7 +241,7 @@ def _forge(cache: Path, broken: bytes, tail: str) -> int:
     result made from it relabelled with that text's digest."""
     import hashlib
 
-    from eagle3lint import cache as C
+    from eagle3lint.run import cache as C
 
     digest = hashlib.sha256(broken).hexdigest()
     patched = 0

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.config import Settings
-from eagle3lint.engine_finder import discover_engine
+from eagle3lint.fetch.engine_finder import discover_engine
 from eagle3lint.fix import templates
-from eagle3lint.runner import _result_key
+from eagle3lint.run.runner import _result_key
+from eagle3lint.settings.config import Settings
 from tests.helpers import FIXTURES, run_cli
 
 WRAPPER = "sglang/srt/models/wrapper_attr.py"

@@ -9,10 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint import cache_prune
-from eagle3lint.cache import _CACHEDIR_TAG, Cache
-from eagle3lint.cache_prune import MAX_NAMESPACES, STALE_AFTER_S, open_namespace, prune_namespaces
-from eagle3lint.engine_finder import discover_engine
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.run import cache_prune
+from eagle3lint.run.cache import _CACHEDIR_TAG, Cache
+from eagle3lint.run.cache_prune import (
+    MAX_NAMESPACES,
+    STALE_AFTER_S,
+    open_namespace,
+    prune_namespaces,
+)
 from tests.helpers import FIXTURES, run_cli
 
 NOW = 1_800_000_000.0

@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from eagle3lint.source.summary_types import ModuleSummary
 
-from eagle3lint.cache import Cache
-from eagle3lint.engine_finder import discover_engine
-from eagle3lint.findings import FileError
-from eagle3lint.sources import ParseRequest, parse_module
-from eagle3lint.summary import ModuleSummary
+from eagle3lint.common.findings import FileError
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.run.cache import Cache
+from eagle3lint.source.sources import ParseRequest, parse_module
 from tests.helpers import FIXTURES, run_json
 
 MODELS = "sglang/srt/models"
@@ -21,7 +21,7 @@ MODELS = "sglang/srt/models"
 def _shared(cache: Path) -> dict[str, int]:
     """The shared namespace's entries, with their modification times: the folder whose entries
     are all summaries (a tree's namespace holds its contract and results)."""
-    from eagle3lint import cache as C
+    from eagle3lint.run import cache as C
 
     found: dict[str, int] = {}
     for folder in cache.iterdir():
@@ -111,8 +111,8 @@ def test_a_relative_import_keys_the_summary_by_its_module(tmp_path: Path) -> Non
 def test_the_shared_folder_is_listed_only_when_this_runs_entries_may_fill_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from eagle3lint import cache as C
-    from eagle3lint import cache_prune
+    from eagle3lint.run import cache as C
+    from eagle3lint.run import cache_prune
 
     listings: list[int] = []
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from eagle3lint.capture_facts import capture_facts
+from eagle3lint.source.capture_facts import capture_facts
 
 
 def _skips(source: str) -> list[list[tuple[str, tuple[str, ...], int]]]:

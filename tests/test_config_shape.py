@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.config import (
+from eagle3lint.run.settings_load import load as load_settings
+from eagle3lint.settings.config import (
     ConfigError,
     FileTooLarge,
     NotRegularFile,
     find_config,
     read_regular_file,
 )
-from eagle3lint.settings_load import load as load_settings
 from tests.helpers import FIXTURES
 from tests.robust_helpers import assert_clean_exit, run_bounded
 
@@ -131,7 +131,7 @@ def test_reading_past_the_limit_is_refused(tmp_path: Path) -> None:
 
 
 def test_an_oversized_config_is_a_config_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("eagle3lint.config.MAX_CONFIG_BYTES", 64)
+    monkeypatch.setattr("eagle3lint.settings.config.MAX_CONFIG_BYTES", 64)
     settings = tmp_path / "lint.toml"
     settings.write_text("# " + "x" * 100 + "\n")
     with pytest.raises(ConfigError, match=r"lint\.toml: cannot read configuration: is larger than"):

@@ -7,9 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
+from eagle3lint.model.contract_types import ContractSite
 
-from eagle3lint.contract import ContractSite, contract_needles, extract_contract
-from eagle3lint.engine_finder import discover_engine
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.model.contract import contract_needles, extract_contract
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
 
 GUARDS = '''
@@ -188,7 +189,7 @@ def test_function_chunks_cover_imports_def_lines_and_decorated_methods(
 ) -> None:
     """A member named in a top-level import, in a def line or in a decorated method still lets
     the scan parse only the functions involved, and it finds what a whole-file parse finds."""
-    import eagle3lint.contract as contract_module
+    import eagle3lint.model.contract as contract_module
 
     make_tree(tmp_path, {**SGLANG_SKELETON, "sglang/srt/runner.py": CHUNKED_RUNNER})
     engine = discover_engine([tmp_path / "sglang"])
@@ -208,7 +209,7 @@ def test_function_chunks_cover_imports_def_lines_and_decorated_methods(
 def test_function_chunks_find_the_same_sites_as_whole_file_parses(spec: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The contract scan parses only the functions that mention a member; on a real release it
     must find exactly what parsing every file whole finds."""
-    import eagle3lint.contract as contract_module
+    import eagle3lint.model.contract as contract_module
     from tests.helpers import release_root
 
     engine = discover_engine([release_root(spec)])

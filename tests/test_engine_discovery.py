@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engine import read_version
-from eagle3lint.engine_finder import discover_engine
-from eagle3lint.errors import UsageError
-from eagle3lint.rulepack import load_pack
+from eagle3lint.common.errors import UsageError
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.source.engine import read_version
+from eagle3lint.source.rulepack import load_pack
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_json, summary_of
 
 TREE = FIXTURES / "sglang_basic"

@@ -185,7 +185,7 @@ def _readme_fix_example() -> tuple[list[str], list[str]]:
 
 @pytest.mark.release
 def test_the_readme_fix_example_is_a_real_run(tmp_path: Path) -> None:
-    from eagle3lint.releases import cache_root
+    from eagle3lint.common.cache_dir import cache_root
 
     args, shown = _readme_fix_example()
     release_root(args[-1])
@@ -284,7 +284,7 @@ def test_help_and_choices_name_lmdeploy() -> None:
 def _vllm_move_history() -> object:
     """vLLM 0.33.0 -> 0.34.0 in small: Beam moves into the [amd] and [nvidia] packages (the same
     support); Kimi's platforms disagree (a row each); Mistral appears in 0.34.0."""
-    from eagle3lint.history import Cell, History
+    from eagle3lint.model.history_result import Cell, History
 
     ok, refused = Cell("supported", "works", ()), Cell("incomplete", "refused", ("E3L017",))
     history = History("vllm", ["vllm==0.33.0,0.34.0"], ["0.33.0", "0.34.0"], releases=["0.33.0", "0.34.0"])
@@ -303,7 +303,8 @@ def test_a_class_moved_into_platform_packages_stays_one_row(monkeypatch: pytest.
     import io
     import json
 
-    from eagle3lint.history import History
+    from eagle3lint.model.history_result import History
+
     from eagle3lint.report.history import footer, shown_models, write_json, write_table
 
     history = _vllm_move_history()
@@ -330,7 +331,8 @@ def test_a_class_moved_into_platform_packages_stays_one_row(monkeypatch: pytest.
 
 
 def test_first_ok_says_at_most_where_earlier_releases_were_not_read() -> None:
-    from eagle3lint.history import History
+    from eagle3lint.model.history_result import History
+
     from eagle3lint.report.history import first_ok_text
 
     history = _vllm_move_history()
@@ -371,7 +373,7 @@ def test_vllm_0_34_0_platform_packages_are_no_new_rows() -> None:
 def test_the_suite_keeps_its_releases_out_of_the_users_cache() -> None:
     import os
 
-    from eagle3lint.releases import cache_root
+    from eagle3lint.common.cache_dir import cache_root
 
     user = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "eagle3lint"
     assert cache_root().resolve() != user.resolve()

@@ -222,8 +222,8 @@ def test_verify_measures_without_speculation_under_its_own_flag() -> None:
     findings baseline's flag only (`check`, `fix`), never taken for it."""
     from click.testing import CliRunner
 
-    from eagle3lint.fix.cli import fix
-    from eagle3lint.verify.cli import verify
+    from eagle3lint.commands.fix import fix
+    from eagle3lint.commands.verify import verify
 
     names = {opt for p in fix.params for opt in (*p.opts, *p.secondary_opts)}
     assert {"--no-baseline", "--speedup-baseline", "--no-speedup-baseline"} <= names

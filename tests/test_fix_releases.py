@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.releases import fetch_package
+from eagle3lint.fetch.releases import fetch_package
 from tests.fix_helpers import apply_dry_run
 from tests.helpers import release_json, release_root, run_cli, run_json
 

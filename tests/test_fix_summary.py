@@ -10,11 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.cli import resolve_engine
-from eagle3lint.config import Settings
-from eagle3lint.fix.session import prepare_fixes
-from eagle3lint.fix.tally import FixTally, summary_lines, tally_fixes
-from eagle3lint.runner import run_check
+from eagle3lint.fetch.engine_scope import resolve_engine
+from eagle3lint.run.fix_session import prepare_fixes
+from eagle3lint.run.fix_tally import FixTally, summary_lines, tally_fixes
+from eagle3lint.run.runner import run_check
+from eagle3lint.settings.config import Settings
 from tests.fix_helpers import copy_before
 from tests.helpers import FIXTURES, release_root, run_cli, run_json
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.common.errors import UsageError
 from eagle3lint.engines import adapters, fix_patterns_for
-from eagle3lint.errors import UsageError
 from eagle3lint.fix.planner import patterns_for
 from eagle3lint.fix.templates import load_templates, parse_template_file
 

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engine_finder import discover_engine
-from eagle3lint.fix.session import prepare_fixes, write_changes
+from eagle3lint.fetch.engine_finder import discover_engine
 from eagle3lint.fix.write import WriteRefused, write_atomically
-from eagle3lint.runner import run_check
+from eagle3lint.run.fix_session import prepare_fixes, write_changes
+from eagle3lint.run.runner import run_check
 from tests.fix_helpers import MODELS, copy_before
 from tests.helpers import run_cli
 

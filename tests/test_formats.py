@@ -15,11 +15,11 @@ from typing import Any
 import jsonschema
 import pytest
 
+from eagle3lint.common.findings import Finding, Fix, Related
 from eagle3lint.engines import rule_registry
-from eagle3lint.findings import Finding, Fix, Related
 from eagle3lint.report.full import SourceLines, write_finding
 from eagle3lint.report.github import escape_data, escape_property, workflow_command, write_github
-from eagle3lint.runner import CheckResult
+from eagle3lint.run.runner import CheckResult
 from tests.helpers import (
     BASIC_ERRORS,
     BASIC_FINDINGS,
@@ -70,8 +70,8 @@ def sarif() -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def fixture_result() -> CheckResult:
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.runner import run_check
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.run.runner import run_check
 
     return run_check(discover_engine([TREE]), [TREE], workers=1)
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.hf_types import (
+from eagle3lint.fetch.libraries import lowest_admitted, requirement_on
+from eagle3lint.model.hf_types import (
     TypeTables,
     read_config_classes,
     read_config_names,
@@ -18,7 +19,6 @@ from eagle3lint.hf_types import (
     read_tables,
     text_type,
 )
-from eagle3lint.libraries import lowest_admitted, requirement_on
 
 MODELING_AUTO = '''
 from collections import OrderedDict
@@ -207,10 +207,10 @@ def test_requirement_lines() -> None:
 def test_a_checkout_pins_through_its_requirement_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The pin is read from requirements/common.txt (through ``-r``) and that release fetched;
     the fetch here is refused, so the installed one on sys.path is used, and said why."""
-    from eagle3lint import libraries
-    from eagle3lint.adapter import LibraryWanted
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.errors import ReleaseFetchError
+    from eagle3lint.common.errors import ReleaseFetchError
+    from eagle3lint.fetch import libraries
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.model.adapter import LibraryWanted
 
     site = Path(__file__).resolve().parent.parent / "fixtures" / "vllm_allow_list" / "site"
     checkout = tmp_path / "checkout"
@@ -227,7 +227,7 @@ def test_a_checkout_pins_through_its_requirement_files(tmp_path: Path, monkeypat
         asked.append(f"{name}=={version}")
         raise ReleaseFetchError("offline")
 
-    monkeypatch.setattr("eagle3lint.releases.fetch_library", refuse)
+    monkeypatch.setattr("eagle3lint.fetch.releases.fetch_library", refuse)
     monkeypatch.setattr(sys, "path", [str(site)])
     wanted = LibraryWanted("transformers", ("requirements/cuda.txt",), "models/auto/modeling_auto.py")
     found = libraries.find_library(engine, wanted)
@@ -245,10 +245,10 @@ def test_an_installed_engine_reads_the_library_installed_beside_it(tmp_path: Pat
     unpacked release, a checkout) keeps the pin's lowest release."""
     import shutil
 
-    from eagle3lint import libraries
-    from eagle3lint.adapter import LibraryWanted
-    from eagle3lint.engine_finder import discover_engine
-    from eagle3lint.errors import ReleaseFetchError
+    from eagle3lint.common.errors import ReleaseFetchError
+    from eagle3lint.fetch import libraries
+    from eagle3lint.fetch.engine_finder import discover_engine
+    from eagle3lint.model.adapter import LibraryWanted
 
     fixtures = Path(__file__).resolve().parent.parent / "fixtures"
     site = tmp_path / "lib" / "site-packages"
@@ -262,7 +262,7 @@ def test_an_installed_engine_reads_the_library_installed_beside_it(tmp_path: Pat
         asked.append(f"{name}=={version}")
         raise ReleaseFetchError("offline")
 
-    monkeypatch.setattr("eagle3lint.releases.fetch_library", refuse)
+    monkeypatch.setattr("eagle3lint.fetch.releases.fetch_library", refuse)
     monkeypatch.setattr(sys, "path", [])
     wanted = LibraryWanted("transformers", (), "models/auto/modeling_auto.py")
     engine = discover_engine([], engine="vllm", engine_root=site / "vllm")

@@ -193,8 +193,8 @@ def test_a_signal_during_fix_apply_leaves_no_temporary_file(tmp_path: Path, sign
 
 BLOCKING_EDIT_WORKERS = """
     import os, sys, time
-    import eagle3lint.fix.session as session
-    import eagle3lint.parallel as parallel
+    import eagle3lint.run.fix_session as session
+    import eagle3lint.source.parallel as parallel
 
     marks = sys.argv[1]
     parent = os.getpid()
@@ -254,7 +254,7 @@ def test_a_terminated_pool_leaves_no_thread_of_its_own(monkeypatch: pytest.Monke
     import concurrent.futures.process as futures_process
     import threading
 
-    from eagle3lint.parallel import WorkerPool
+    from eagle3lint.source.parallel import WorkerPool
 
     real_clean_up = futures_process._ExecutorManagerThread.join_executor_internals
 
@@ -274,7 +274,7 @@ HALF_SENT_RESULT = """
     import os, struct, sys, threading, time
     from multiprocessing.queues import SimpleQueue
     from multiprocessing.reduction import ForkingPickler
-    from eagle3lint.parallel import WorkerPool
+    from eagle3lint.source.parallel import WorkerPool
 
     mark = sys.argv[1]
     parent = os.getpid()
@@ -321,7 +321,7 @@ def test_a_worker_killed_mid_result_does_not_hang_the_exit(tmp_path: Path) -> No
 
 BLOCKING_WORKERS = """
     import os, sys, time
-    import eagle3lint.parallel as parallel
+    import eagle3lint.source.parallel as parallel
 
     marks = sys.argv[1]
     parent = os.getpid()
@@ -396,7 +396,7 @@ def test_workers_ignore_sigint_and_watch_their_parent() -> None:
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child reports through the pipe
         try:
-            from eagle3lint.parallel import _worker_start
+            from eagle3lint.source.parallel import _worker_start
 
             _worker_start(parent)
             import ctypes
@@ -446,7 +446,7 @@ INTERRUPT_ON_IMPORT = """
 
 INTERRUPT_IN_GENERATED_CODE = """
     import runpy
-    import eagle3lint.runner as runner
+    import eagle3lint.run.runner as runner
 
     def interrupted_check(*args, **kwargs):
         # dataclasses and named tuples make their methods with exec of a string: Ctrl-C in one.

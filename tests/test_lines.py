@@ -1,4 +1,4 @@
-"""Source text split into lines as the ``ast`` numbers them (``eagle3lint/lines.py``)."""
+"""Source text split into lines as the ``ast`` numbers them (``eagle3lint/common/lines.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import ast
 
 import pytest
 
-from eagle3lint.lines import count_line_ends, line_ending, line_texts, source_lines
+from eagle3lint.common.lines import count_line_ends, line_ending, line_texts, source_lines
 
 TEXTS = [
     "a = 1\nb = 2\n",

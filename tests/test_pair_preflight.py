@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.configs import read_model_config
 from eagle3lint.verify.pair.defects import in_range, parse_defects
 from eagle3lint.verify.pair.drafter import read_drafter_ids
@@ -158,7 +158,7 @@ def test_d2t_values_are_read_bounded_and_confined(tmp_path: Path) -> None:
 
 def test_d2t_past_the_vocabulary_without_an_engine_is_unknown_or_a_crash(tmp_path: Path) -> None:
     from eagle3lint.engines import knowledge_for
-    from eagle3lint.verify.preflight import run_preflight
+    from eagle3lint.run.preflight import run_preflight
 
     drafter = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 7168, "vocab_size": 163840, "draft_vocab_size": 4, "num_hidden_layers": 1}
     target_dir, drafter_dir = write_kimi_pair(tmp_path / "a", drafter=drafter, tensors={"d2t": ("I64", [4])})

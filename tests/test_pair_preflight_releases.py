@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.engine_finder import discover_engine
 from eagle3lint.engines import knowledge_for
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.run.preflight import run_preflight
 from eagle3lint.verify.configs import PreflightResult
 from eagle3lint.verify.pair.context import Launch
-from eagle3lint.verify.preflight import run_preflight
 from tests.fakes.model_folders import kimi_drafter_config, write_kimi_pair
 from tests.helpers import release_root, run_cli
 from tests.pair_helpers import eagle_ids, shared_checks, write_pair
@@ -212,7 +212,7 @@ def test_v2_runner_ignores_use_aux_hidden_state(tmp_path: Path) -> None:
 def test_defect_patterns_hold_in_the_releases_they_name() -> None:
     """The rule-pack list cannot drift from the code: each defect's pattern is in a release it
     names and its fix (or its absence) in a later one."""
-    from eagle3lint.rulepack import load_pack, rules_dir
+    from eagle3lint.source.rulepack import load_pack, rules_dir
     from eagle3lint.verify.pair.defects import confirm, parse_defects
     from eagle3lint.verify.pair.source import ReleaseCode
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engine_finder import discover_engine
-from eagle3lint.plugins import package_roots, read_plugin
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.source.plugins import package_roots, read_plugin
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
 
 VLLM_PLUGIN = FIXTURES / "plugin_vllm"
@@ -301,7 +301,8 @@ def test_fix_apply_with_a_release_writes_the_plugin_and_never_the_cached_release
     import os
     import subprocess
 
-    from eagle3lint.releases import _COMPLETE
+    from eagle3lint.common.cache_dir import _COMPLETE
+
     from tests import forked_cli
 
     cache = tmp_path / "cache"
@@ -356,7 +357,7 @@ def test_packaging_files_that_cannot_be_read_are_named_and_the_rest_still_counts
     assert "E3L021" in done.stdout  # the registrations are read from the code all the same
 
     # entry_points.txt: a bad line is said with its number, the good one is kept.
-    from eagle3lint.plugins import read_plugin
+    from eagle3lint.source.plugins import read_plugin
 
     info = plugin / "vllm_fixture_plugin-0.3.1.dist-info"
     info.mkdir()

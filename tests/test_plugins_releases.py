@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.releases import fetch_package
+from eagle3lint.fetch.releases import fetch_package
 from tests.helpers import run_cli, run_json
 
 pytestmark = pytest.mark.release

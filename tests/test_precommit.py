@@ -245,7 +245,7 @@ def test_a_model_file_outside_any_engine_is_the_same_usage_error_in_every_format
 
 
 def test_what_looks_like_a_model_file_and_what_does_not(tmp_path: Path) -> None:
-    from eagle3lint.file_scope import model_like_files
+    from eagle3lint.fetch.file_scope import model_like_files
 
     files = make_tree(tmp_path, {
         "wrapper.py": "class FooForConditionalGeneration(Base):\n    pass\n",

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint import pip_index, releases, remote_zip
+from eagle3lint.fetch import pip_index, releases, remote_zip
 
 SPEC = "sglang==9.9.9"
 

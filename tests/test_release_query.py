@@ -6,11 +6,11 @@ import io
 
 import pytest
 
-from eagle3lint import pip_index
-from eagle3lint.errors import UsageError
-from eagle3lint.release_query import parse_query, parse_release_spec, select
-from eagle3lint.releases import _Progress
-from eagle3lint.remote_zip import Transfer
+from eagle3lint.common.errors import UsageError
+from eagle3lint.fetch import pip_index
+from eagle3lint.fetch.release_query import parse_query, parse_release_spec, select
+from eagle3lint.fetch.releases import _Progress
+from eagle3lint.fetch.remote_zip import Transfer
 
 PUBLISHED = ["0.5.10", "0.5.9", "0.5.8.post1", "0.5.8", "0.5.7", "0.4.10"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from eagle3lint import remote_zip
+from eagle3lint.fetch import remote_zip
 from tests.fakes.fake_index import FakeIndex, running, wheel
 
 NAME = "sglang-9.9.9-py3-none-any.whl"

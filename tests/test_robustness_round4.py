@@ -105,7 +105,7 @@ def test_r4_06_a_version_past_the_int_conversion_limit_is_a_usage_error(command:
 def fake_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """A private release cache and an index that has ``sglang`` 9.9.7 to 9.9.9 only (the releases
     it was asked to download are listed)."""
-    from eagle3lint import pip_index, releases, remote_zip
+    from eagle3lint.fetch import pip_index, releases, remote_zip
 
     monkeypatch.setenv("EAGLE3LINT_CACHE_DIR", str(tmp_path / "cache"))
     asked: list[str] = []
@@ -127,8 +127,8 @@ def fake_index(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_r4_07_a_version_too_long_for_a_folder_name_is_asked_of_the_index(fake_index: list[str]) -> None:
-    from eagle3lint.pip_index import NoSuchRelease
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.fetch.pip_index import NoSuchRelease
+    from eagle3lint.fetch.releases import fetch_release
 
     with pytest.raises(NoSuchRelease, match="no such release on the package index"):
         fetch_release("sglang==0.5." + "1" * 300)
@@ -139,8 +139,8 @@ def test_r4_07_a_version_too_long_for_a_folder_name_is_asked_of_the_index(fake_i
 
 
 def test_r4_12_a_cache_folder_that_is_a_file_is_a_usage_error_naming_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eagle3lint.errors import UsageError
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.common.errors import UsageError
+    from eagle3lint.fetch.releases import fetch_release
 
     blocker = tmp_path / "cache"
     blocker.write_text("not a folder\n")
@@ -150,7 +150,7 @@ def test_r4_12_a_cache_folder_that_is_a_file_is_a_usage_error_naming_it(tmp_path
 
 
 def test_r4_12_a_release_entry_that_is_a_file_is_replaced(fake_index: list[str], tmp_path: Path) -> None:
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.fetch.releases import fetch_release
 
     entry = tmp_path / "cache" / "releases" / "sglang-9.9.9"
     entry.parent.mkdir(parents=True)
@@ -163,8 +163,8 @@ def test_r4_12_a_release_entry_that_is_a_file_is_replaced(fake_index: list[str],
 
 
 def test_r4_08_a_pp_of_any_size_is_judged_as_pp_on() -> None:
-    from eagle3lint.launch_options import parse_options
-    from eagle3lint.rulepack import load_pack
+    from eagle3lint.model.launch_options import parse_options
+    from eagle3lint.source.rulepack import load_pack
 
     specs = load_pack("sglang").options
     for size in ("999999", "9" * 5000, "0002"):
@@ -214,8 +214,8 @@ def test_r4_02_a_target_without_architectures_is_not_works(tmp_path: Path, archi
 
 
 def test_r4_11_the_runner_variable_is_read_as_vllm_reads_it() -> None:
-    from eagle3lint.launch_options import options_from_environment, unreadable_environment
-    from eagle3lint.rulepack import load_pack
+    from eagle3lint.model.launch_options import options_from_environment, unreadable_environment
+    from eagle3lint.source.rulepack import load_pack
 
     specs = load_pack("vllm").options
     for value, runner in (("1", "v2"), ("0", "v1"), ("2", "v2"), (" 0 ", "v1")):
@@ -469,7 +469,7 @@ def test_r4_16_a_draft_class_building_too_much_is_unknown_with_its_line(tmp_path
 def test_r4_13_a_damaged_cache_entry_is_fetched_again(fake_index: list[str], tmp_path: Path, damage: str) -> None:
     import shutil
 
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.fetch.releases import fetch_release
 
     said: list[str] = []
     root = fetch_release("sglang==9.9.9", announce=said.append)
@@ -527,7 +527,7 @@ def test_r4_15_a_fetch_removes_staging_folders_no_live_run_holds(fake_index: lis
     import os
     import time
 
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.fetch.releases import fetch_release
 
     releases = tmp_path / "cache" / "releases"
     staging = {
@@ -559,7 +559,7 @@ def test_r4_17_eviction_skips_a_release_another_live_run_reads(fake_index: list[
     import subprocess
     import sys
 
-    from eagle3lint.releases import fetch_release
+    from eagle3lint.fetch.releases import fetch_release
 
     releases = tmp_path / "cache" / "releases"
     held = releases / "sglang-9.9.7"

@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.engine_finder import discover_engine
 from eagle3lint.engines import knowledge_for
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.run.preflight import run_preflight
 from eagle3lint.verify.pair.context import Launch
-from eagle3lint.verify.preflight import run_preflight
 from tests.fakes.model_folders import write_config, write_safetensors
 from tests.helpers import release_root
 from tests.pair_helpers import shared_checks

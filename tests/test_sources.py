@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from eagle3lint.sources import tree_path
+from eagle3lint.source.sources import tree_path
 
 
 def _slow_tree_path(path: str) -> str:

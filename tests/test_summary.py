@@ -5,7 +5,7 @@ from __future__ import annotations
 import ast
 import textwrap
 
-from eagle3lint.summary import summarize
+from eagle3lint.source.summary import summarize
 
 
 def _init_of(source: str) -> object:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.suppressions import scan_suppressions
+from eagle3lint.source.suppressions import scan_suppressions
 from tests.helpers import FIXTURES, run_cli, run_json, summary_of
 
 

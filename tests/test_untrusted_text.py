@@ -16,11 +16,11 @@ from typing import Any
 import jsonschema
 import pytest
 
-from eagle3lint.engine import read_version
 from eagle3lint.engines import adapter_for
 from eagle3lint.fix.diff import quoted_name, terminal_diff, unified_diff
-from eagle3lint.plugins import is_version, read_distribution
 from eagle3lint.report.github import plain_line
+from eagle3lint.source.engine import read_version
+from eagle3lint.source.plugins import is_version, read_distribution
 from tests.helpers import FIXTURES, release_root, run_cli, run_on_terminal, summary_of
 
 ROUND3 = Path(__file__).parent / "data" / "robustness" / "round3"

@@ -162,12 +162,12 @@ def _class_at(tree: ast.Module, line: int) -> ast.ClassDef | None:
 
 @pytest.mark.parametrize("spec", ["sglang==0.5.9", "sglang==0.5.23", "vllm==0.33.0"])
 def test_every_displayed_diff_applied_leaves_no_reference_to_a_missing_attribute(spec: str, tmp_path: Path) -> None:
-    from eagle3lint.engine_finder import discover_engine
     from eagle3lint.engines import fix_patterns_for
+    from eagle3lint.fetch.engine_finder import discover_engine
     from eagle3lint.fix.attach import attach_fixes
-    from eagle3lint.fix.recheck import recheck
-    from eagle3lint.index import ClassRef
-    from eagle3lint.runner import run_check
+    from eagle3lint.run.fix_recheck import recheck
+    from eagle3lint.run.runner import run_check
+    from eagle3lint.source.index import ClassRef
 
     root = release_root(spec)
     engine = discover_engine([], engine_root=root)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.common.findings import Finding
 from eagle3lint.engines import knowledge_for as load_knowledge
-from eagle3lint.findings import Finding
 from eagle3lint.verify.classify import ClassifyContext, classify_crash, exception_block
 from tests.fakes.fake_engine_server import CRASHES
 

@@ -133,7 +133,7 @@ def test_check_does_not_load_verify_at_start_up() -> None:
     code = (
         "import sys, eagle3lint.cli\n"
         "heavy = [m for m in sys.modules if m.startswith('eagle3lint.verify.') and m not in "
-        "('eagle3lint.verify.cli', 'eagle3lint.verify.options')]\n"
+        "('eagle3lint.commands.verify', 'eagle3lint.verify.options')]\n"
         "print(heavy)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)})

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
+from eagle3lint.run.verify_run import run_verify
 from eagle3lint.verify.gpus import (
     RELEASE_TOLERANCE_MIB,
     GpuInfo,
@@ -23,7 +24,6 @@ from eagle3lint.verify.gpus import (
     gpu_inventory,
     visible,
 )
-from eagle3lint.verify.run import run_verify
 from tests.fakes.harness import alive, events, fake_pids, make_options, marked_alive
 
 

@@ -14,12 +14,12 @@ from typing import Any
 
 import pytest
 
+from eagle3lint.run import verify_run
+from eagle3lint.run.verify_report import write_human
+from eagle3lint.run.verify_run import run_verify
 from eagle3lint.verify import gpus as verify_gpus
-from eagle3lint.verify import run as verify_run
 from eagle3lint.verify import teardown as verify_teardown
 from eagle3lint.verify.launch import LaunchedServer, launch
-from eagle3lint.verify.report import write_human
-from eagle3lint.verify.run import run_verify
 from tests.fakes.clock import LeapingClock
 from tests.fakes.harness import alive, events, fake_pids, make_options
 

@@ -22,11 +22,11 @@ from typing import Any
 
 import pytest
 
+from eagle3lint.common.escape import line_text
 from eagle3lint.engines import knowledge_for
-from eagle3lint.report.paths import line_text
+from eagle3lint.run.verify_run import _release_note
 from eagle3lint.verify.launch import build_command
 from eagle3lint.verify.options import VerifyOptions
-from eagle3lint.verify.run import _release_note
 from eagle3lint.verify.wait import TerminalProgress
 from tests.fakes.harness import fake_launcher, state_path
 from tests.fakes.model_folders import write_kimi_pair

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.common.errors import UsageError
 from eagle3lint.engines import server_for
-from eagle3lint.errors import UsageError
+from eagle3lint.run.verify_report import VerifyReport
+from eagle3lint.run.verify_run import run_verify
 from eagle3lint.verify.options import VerifyOptions
-from eagle3lint.verify.report import VerifyReport
-from eagle3lint.verify.run import run_verify
 from tests.fakes.harness import alive, events, fake_pids, make_options
 from tests.fakes.model_folders import write_config, write_safetensors
 from tests.helpers import FIXTURES

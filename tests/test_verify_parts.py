@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.common.errors import UsageError
 from eagle3lint.engines import knowledge_for as load_knowledge
 from eagle3lint.engines.vllm.server import parse_spec_counters
-from eagle3lint.errors import UsageError
 from eagle3lint.verify.gpus import GpuInfo, choose_gpus, visible, wait_memory_released
 from eagle3lint.verify.knowledge import layer_expression
 from eagle3lint.verify.launch import MARKER_ENV, build_command, free_port, server_env
@@ -231,7 +231,7 @@ def test_verify_options_can_be_shared_by_another_command() -> None:
     import click
     from click.testing import CliRunner
 
-    from eagle3lint.verify.cli import (
+    from eagle3lint.commands.verify import (
         VERIFY_PARAMS,
         options_from_click,
         pop_verify_values,

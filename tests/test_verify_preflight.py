@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.engine_finder import discover_engine
 from eagle3lint.engines import knowledge_for as load_knowledge
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.run.preflight import ACCEPTANCE, CRASH, PreflightResult, run_preflight
 from eagle3lint.verify.configs import REFUSED
-from eagle3lint.verify.preflight import ACCEPTANCE, CRASH, PreflightResult, run_preflight
 from eagle3lint.verify.safetensors_header import HeaderError, read_checkpoint, read_header
 from tests.fakes.model_folders import (
     KIMI_AUX_IDS,

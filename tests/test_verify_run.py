@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
+from eagle3lint.run.verify_report import VerifyReport
+from eagle3lint.run.verify_run import exit_after_failed_requests, run_verify
 from eagle3lint.verify import launch as verify_launch
 from eagle3lint.verify import teardown as verify_teardown
 from eagle3lint.verify.gpus import GpuInfo
-from eagle3lint.verify.report import VerifyReport
-from eagle3lint.verify.run import exit_after_failed_requests, run_verify
 from tests.fakes.clock import LeapingClock
 from tests.fakes.harness import (
     GENEROUS_S,
@@ -326,7 +326,7 @@ def test_a_tp_larger_than_the_visible_gpus_is_refused_before_launch(tmp_path: Pa
 
 
 def test_a_failed_baseline_leaves_the_verdict_to_acceptance_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eagle3lint.verify import run as verify_run
+    from eagle3lint.run import verify_run
 
     real_build = verify_run.build_command
 

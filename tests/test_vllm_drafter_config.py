@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.hf_types import (
+from eagle3lint.model.hf_types import (
     ConfigFacts,
     defines,
     read_config_class,

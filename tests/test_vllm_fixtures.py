@@ -216,7 +216,7 @@ def test_select_one_vllm_rule() -> None:
 
 def test_vllm_rules_never_run_on_sglang_shaped_input() -> None:
     from eagle3lint.engines.vllm.rules import VLLM_RULES
-    from eagle3lint.runner import select_rules
+    from eagle3lint.run.runner import select_rules
 
     chosen = set(select_rules(None, None, engine="sglang"))
     assert not [r for r in VLLM_RULES if r.engines == ("vllm",) and r in chosen]

@@ -7,7 +7,7 @@ import textwrap
 
 from eagle3lint.engines.vllm.pack import vllm_pack
 from eagle3lint.engines.vllm.protocol import parse_interfaces
-from eagle3lint.rulepack import load_pack
+from eagle3lint.source.rulepack import load_pack
 from tests.helpers import FIXTURES, run_cli, run_json
 
 STUB_PROTOCOL = """

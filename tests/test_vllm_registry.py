@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from eagle3lint.engine_finder import discover_engine
 from eagle3lint.engines.vllm.discovery import build_vllm_index, discover_vllm_models
 from eagle3lint.engines.vllm.dispatch import platform_variants
 from eagle3lint.engines.vllm.registry import read_registry
-from eagle3lint.index import ClassRef
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.source.index import ClassRef
 from tests.helpers import FIXTURES
 
 MODEL = "class {name}:\n    pass\n"

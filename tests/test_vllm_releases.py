@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from eagle3lint.contract import extract_contract
-from eagle3lint.engine_finder import discover_engine
 from eagle3lint.engines import adapter_for
 from eagle3lint.engines.vllm.collect import YES as COLLECTS
 from eagle3lint.engines.vllm.holders import RESOLVED
 from eagle3lint.engines.vllm.pipeline import prepare_vllm
+from eagle3lint.fetch.engine_finder import discover_engine
+from eagle3lint.model.contract import extract_contract
 from tests.helpers import release_root, run_json
 
 pytestmark = pytest.mark.release

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, ClassVar
 
 if TYPE_CHECKING:
     from eagle3lint.checks.context import CheckContext
-    from eagle3lint.findings import Finding
+    from eagle3lint.common.findings import Finding
 
 DOC_SECTIONS = ("What it does", "Why is this bad?", "Example", "Fix safety")
 

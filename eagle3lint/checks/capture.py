@@ -1,7 +1,7 @@
 """Capture data-flow rules: the target has the interface, but does the drafter get the states?
 
 They follow what the engine's setter writes to where the decoder's ``forward`` reads it
-(``eagle3lint.capture``), and where the causal LM's ``forward`` sends what it captured. Which
+(``eagle3lint.model.capture``), and where the causal LM's ``forward`` sends what it captured. Which
 names are capture state, the setter, the flag and the hand-off are rule-pack data
 (``[capture]`` in ``rules/<engine>.toml``).
 """
@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from eagle3lint.capture import CaptureAnalysis, Method, Reads, Write
-from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.findings import Finding, Related
-from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass
-from eagle3lint.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
+from eagle3lint.common.findings import Finding, Related
+from eagle3lint.common.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
+from eagle3lint.model.capture import CaptureAnalysis, Method, Reads, Write
+from eagle3lint.model.models import TARGET, ModelClass
+from eagle3lint.source.capture_facts import CaptureSpec
+from eagle3lint.source.index import ClassRef
 
 
 def capture_analysis(ctx: CheckContext) -> CaptureAnalysis:

@@ -6,19 +6,27 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3lint.contract import Contract, ContractSite, MemberContract
-from eagle3lint.findings import Finding, Related
-from eagle3lint.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
-from eagle3lint.launch_options import EngineOptions
-from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
-from eagle3lint.outcomes import CRASH, REFUSED, STAGE_LAUNCH, WORKS, Effect, Verdict, member_stage
-from eagle3lint.rulepack import RulePack
-from eagle3lint.suppressions import Suppression
+from eagle3lint.common.findings import Finding, Related
+from eagle3lint.common.outcomes import (
+    CRASH,
+    REFUSED,
+    STAGE_LAUNCH,
+    WORKS,
+    Effect,
+    Verdict,
+    member_stage,
+)
+from eagle3lint.model.contract_types import Contract, ContractSite, MemberContract
+from eagle3lint.model.launch_options import EngineOptions
+from eagle3lint.model.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
+from eagle3lint.source.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex
+from eagle3lint.source.rulepack import RulePack
+from eagle3lint.source.suppressions import Suppression
 
 T = TypeVar("T")
 
 if TYPE_CHECKING:
-    from eagle3lint.inference import InnerModelInference
+    from eagle3lint.model.inference import InnerModelInference
 
 
 @dataclass
@@ -159,7 +167,7 @@ class CheckContext:
         if not unresolved:
             return []
         if self._inference is None:
-            from eagle3lint.inference import InnerModelInference
+            from eagle3lint.model.inference import InnerModelInference
 
             self._inference = InnerModelInference(self.index)
         found: list[tuple[str, ClassRef]] = []

@@ -6,7 +6,7 @@ from collections.abc import Iterable
 
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 
 
 class UnusedSuppression(Rule):

@@ -12,11 +12,11 @@ from eagle3lint.checks.context import (
     role_phrase,
     severity_for,
 )
-from eagle3lint.contract import ContractSite
-from eagle3lint.findings import Finding
-from eagle3lint.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass
-from eagle3lint.outcomes import CRASH, SILENT, UNKNOWN, Effect, member_stage
-from eagle3lint.rulepack import MemberSpec
+from eagle3lint.common.findings import Finding
+from eagle3lint.common.outcomes import CRASH, SILENT, UNKNOWN, Effect, member_stage
+from eagle3lint.model.contract_types import ContractSite
+from eagle3lint.model.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass
+from eagle3lint.source.rulepack import MemberSpec
 
 
 def describe_member(spec: MemberSpec) -> str:

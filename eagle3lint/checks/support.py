@@ -1,4 +1,4 @@
-"""Support rules: what a model's verdict says on its own (``eagle3lint.verdicts``)."""
+"""Support rules: what a model's verdict says on its own (``eagle3lint.checks.verdicts``)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from collections.abc import Iterable
 
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext, guard_phrase
-from eagle3lint.contract import ContractSite
-from eagle3lint.findings import Finding
-from eagle3lint.models import TARGET
-from eagle3lint.outcomes import CRASH, REFUSED, SILENT, Effect
-from eagle3lint.verdicts import NOT_IMPLEMENTED, model_key
+from eagle3lint.checks.verdicts import NOT_IMPLEMENTED, model_key
+from eagle3lint.common.findings import Finding
+from eagle3lint.common.outcomes import CRASH, REFUSED, SILENT, Effect
+from eagle3lint.model.contract_types import ContractSite
+from eagle3lint.model.models import TARGET
 
 
 class Eagle3NotImplemented(Rule):
@@ -151,7 +151,7 @@ class ReplacementDropsEagle3(Rule):
     regression = True
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
-        from eagle3lint.verdicts import eagle3_evidence
+        from eagle3lint.checks.verdicts import eagle3_evidence
 
         for model in ctx.models:
             replaced = model.replaces

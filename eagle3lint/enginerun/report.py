@@ -6,9 +6,9 @@ import json
 from collections.abc import Sequence
 from typing import Any, TextIO
 
+from eagle3lint.common.escape import line_text
 from eagle3lint.enginerun.outcome import VERDICTS
 from eagle3lint.enginerun.sweep import ClassRun, EngineEnv
-from eagle3lint.escape import line_text
 
 
 def summary(runs: Sequence[ClassRun]) -> dict[str, Any]:

@@ -17,11 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagle3lint.common.errors import UsageError
 from eagle3lint.enginerun import matcher, shrink
 from eagle3lint.enginerun.outcome import UNMATCHED, VERDICTS, EngineOutcome, classify
 from eagle3lint.enginerun.spec import EngineRunSpec
 from eagle3lint.enginerun.stubs import write_stubs
-from eagle3lint.errors import UsageError
 
 
 @dataclass(frozen=True)

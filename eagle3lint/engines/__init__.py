@@ -1,7 +1,7 @@
 """The engines eagle3lint knows: the registry the code that drives a run asks, and nothing else.
 
 Each engine is a package ``eagle3lint/engines/<name>/`` whose adapter (an
-:class:`~eagle3lint.adapter.EngineAdapter`) hands the core its models, rules, fix patterns, extra
+:class:`~eagle3lint.model.adapter.EngineAdapter`) hands the core its models, rules, fix patterns, extra
 contract facts and ``verify`` launcher. Adapters load when first asked for, so a run pays only for
 the engines it looks at. The core's lower half (index, contract, rule base, fix machinery) never
 imports this module; the upper half (runner, CLI, reports, fix and verify sessions) imports only
@@ -16,15 +16,15 @@ from collections.abc import Callable, Iterable
 from functools import cache
 from typing import TYPE_CHECKING
 
-from eagle3lint.adapter import EngineAdapter
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
+from eagle3lint.model.adapter import EngineAdapter
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule, RuleRegistry
     from eagle3lint.checks.context import CheckContext
     from eagle3lint.enginerun.spec import EngineRunSpec
     from eagle3lint.fix.planner import FixPattern
-    from eagle3lint.ports import ContextPort
+    from eagle3lint.model.ports import ContextPort
     from eagle3lint.verify.driver import ServerDriver
     from eagle3lint.verify.knowledge import EngineKnowledge
 
@@ -130,7 +130,7 @@ def rule_registry() -> RuleRegistry:
 
 def known_rule_codes() -> dict[str, str]:
     """Every rule code and name, without importing a rule."""
-    from eagle3lint.rule_codes import CORE_RULE_CODES
+    from eagle3lint.common.rule_codes import CORE_RULE_CODES
 
     codes = dict(CORE_RULE_CODES)
     for adapter in adapters():
@@ -140,7 +140,7 @@ def known_rule_codes() -> dict[str, str]:
 
 def is_known_code(code: str) -> bool:
     """``code`` names a rule, or is a prefix of some rule's code (``E3L0``), or ``ALL``."""
-    from eagle3lint.rule_codes import code_matches
+    from eagle3lint.common.rule_codes import code_matches
 
     return code_matches(code, known_rule_codes())
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
+from eagle3lint.common.lines import first_line_ending, line_ending, source_lines
 from eagle3lint.fix.cst_lists import insert_elements
 from eagle3lint.fix.edits import (
     AFTER,
@@ -32,7 +33,6 @@ from eagle3lint.fix.edits import (
     new_import_text,
 )
 from eagle3lint.fix.locate import find_class, own_method
-from eagle3lint.lines import first_line_ending, line_ending, source_lines
 
 __all__ = ["ApplyError", "ParsedFile", "PieceCache", "apply_edits"]
 

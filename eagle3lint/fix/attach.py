@@ -8,15 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.findings import Fix
+from eagle3lint.common.findings import Fix
 from eagle3lint.fix.diff import diff_label, unified_diff
 from eagle3lint.fix.edits import ApplyError, Edit, edits_by_path
 from eagle3lint.fix.planner import DISPLAY_ONLY, FixEnv, FixPattern, plan_fixes
 from eagle3lint.fix.proof import ProofError
 from eagle3lint.fix.texts import SourceFile, SourceSet
-from eagle3lint.parallel import WorkerPool, worth_forking_for
-from eagle3lint.result import CheckResult
-from eagle3lint.sources import syntax_problem
+from eagle3lint.model.result import CheckResult
+from eagle3lint.source.parallel import WorkerPool, worth_forking_for
+from eagle3lint.source.sources import syntax_problem
 
 
 def attach_fixes(

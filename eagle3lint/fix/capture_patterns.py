@@ -7,10 +7,8 @@ from __future__ import annotations
 
 import ast
 
-from eagle3lint.capture import CaptureAnalysis, Write
-from eagle3lint.capture_facts import CaptureSpec
 from eagle3lint.checks.capture import unread_problem
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 from eagle3lint.fix.edits import BODY_END, AddKeyword, InsertMembers, InsertStatements
 from eagle3lint.fix.locate import find_class, nodes_outside_nested_scopes, own_method
 from eagle3lint.fix.planner import (
@@ -24,7 +22,9 @@ from eagle3lint.fix.planner import (
 )
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
-from eagle3lint.index import ClassRef
+from eagle3lint.model.capture import CaptureAnalysis, Write
+from eagle3lint.source.capture_facts import CaptureSpec
+from eagle3lint.source.index import ClassRef
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -15,8 +15,8 @@ import os
 import re
 from pathlib import Path
 
-from eagle3lint.escape import line_text
-from eagle3lint.sources import tree_path
+from eagle3lint.common.escape import line_text
+from eagle3lint.source.sources import tree_path
 
 _LINE = re.compile(r"[^\n]*\n|[^\n]+$")
 NO_NEWLINE = "\\ No newline at end of file\n"

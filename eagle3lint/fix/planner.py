@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.contract import ContractSite
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 from eagle3lint.fix.edits import Edit, InsertMembers
 from eagle3lint.fix.templates import TemplateSet, load_templates
 from eagle3lint.fix.texts import SourceSet
-from eagle3lint.index import ClassRef, ProjectIndex
-from eagle3lint.models import ModelClass, in_scope
-from eagle3lint.rulepack import RulePack
+from eagle3lint.model.contract_types import ContractSite
+from eagle3lint.model.models import ModelClass, in_scope
+from eagle3lint.source.index import ClassRef, ProjectIndex
+from eagle3lint.source.rulepack import RulePack
 
 if TYPE_CHECKING:
-    from eagle3lint.result import CheckResult
+    from eagle3lint.model.result import CheckResult
 
 SAFE, UNSAFE, DISPLAY_ONLY = "safe", "unsafe", "display-only"
 
@@ -151,7 +151,7 @@ def planner_refusals(
     ``id(finding)``): its own plans, made here as ``fix`` makes them, so that the check offers a
     fix exactly where ``fix --unsafe-fixes`` shows one. ``first``: the engine's cheap first test
     of a finding (the planner's own first step), a reason or None to plan it."""
-    from eagle3lint.result import CheckResult
+    from eagle3lint.model.result import CheckResult
 
     result = CheckResult(engine=ctx.index.engine, contract=ctx.contract, findings=[], errors=[], models=ctx.models, index=ctx.index)
     # Every file is in scope: whether the fix is written is for the PATHs `fix` is given.

@@ -16,7 +16,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from eagle3lint.ast_names import dotted_name
+from eagle3lint.common.lines import line_ending, source_lines
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -38,7 +38,7 @@ from eagle3lint.fix.locate import (
     nodes_outside_nested_scopes,
     own_method,
 )
-from eagle3lint.lines import line_ending, source_lines
+from eagle3lint.source.ast_names import dotted_name
 
 
 class ProofError(Exception):

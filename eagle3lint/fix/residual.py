@@ -21,10 +21,10 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eagle3lint.ast_names import dotted_name
 from eagle3lint.fix.capture_patterns import method_node
 from eagle3lint.fix.planner import FixEnv
-from eagle3lint.index import ClassRef, Unknown
+from eagle3lint.source.ast_names import dotted_name
+from eagle3lint.source.index import ClassRef, Unknown
 
 PRE_NORM, POST_NORM, UNKNOWN = "pre-norm", "post-norm", "unknown"
 

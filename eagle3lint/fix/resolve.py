@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from eagle3lint.fix.edits import AddBase, Edit, InsertMembers, InsertStatements
-from eagle3lint.index import ClassRef
+from eagle3lint.source.index import ClassRef
 
 if TYPE_CHECKING:
-    from eagle3lint.index import ProjectIndex
+    from eagle3lint.source.index import ProjectIndex
 
 
 def unresolved_references(index: ProjectIndex, edits: tuple[Edit, ...] | list[Edit]) -> list[str]:

@@ -28,8 +28,8 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from eagle3lint.errors import UsageError
-from eagle3lint.rulepack import rules_dir
+from eagle3lint.common.errors import UsageError
+from eagle3lint.source.rulepack import rules_dir
 
 APPLICABILITIES = ("safe", "unsafe", "display-only")
 _PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -13,9 +13,9 @@ import tokenize
 import warnings
 from dataclasses import dataclass, field
 
-from eagle3lint.findings import FileError
-from eagle3lint.lines import source_lines
-from eagle3lint.sources import read_source
+from eagle3lint.common.findings import FileError
+from eagle3lint.common.lines import source_lines
+from eagle3lint.source.sources import read_source
 
 
 @dataclass

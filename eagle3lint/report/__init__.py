@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:
-    from eagle3lint.result import CheckResult
+    from eagle3lint.model.result import CheckResult
 
 FORMATS: dict[str, str] = {
     "concise": "eagle3lint.report.concise:write_concise",

@@ -10,15 +10,16 @@ from __future__ import annotations
 from collections import Counter
 from typing import TYPE_CHECKING, TextIO
 
+from eagle3lint.checks.verdicts import status_counts, without_outcome
+from eagle3lint.common.escape import line_path, line_text
 from eagle3lint.report.colour import Painter, painter_for
-from eagle3lint.report.paths import engine_label, line_path, line_text
-from eagle3lint.verdicts import status_counts, without_outcome
+from eagle3lint.report.paths import engine_label
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from eagle3lint.findings import Finding
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import Finding
+    from eagle3lint.model.result import CheckResult
 
 
 def summary_line(result: CheckResult) -> str:
@@ -79,7 +80,7 @@ def fix_hint(result: CheckResult) -> str | None:
     hidden = sum(1 for f in result.findings if not fixable(f, unsafe) and fixable(f, True))
     if not marked and not hidden:
         return None
-    from eagle3lint.releases import is_cached_release
+    from eagle3lint.common.cache_dir import is_cached_release
 
     more = f" ({hidden} more with `--unsafe-fixes`)" if hidden and marked else ""
     if is_cached_release(result.engine.root):

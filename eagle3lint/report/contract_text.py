@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import TextIO
 
-from eagle3lint.contract import Contract, MemberContract
-from eagle3lint.escape import line_text
+from eagle3lint.common.escape import line_text
+from eagle3lint.model.contract_types import Contract, MemberContract
 
 
 def write_contract_text(contract: Contract, out: TextIO) -> None:

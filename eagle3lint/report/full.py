@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from eagle3lint.lines import line_texts
+from eagle3lint.common.escape import line_path, line_text
+from eagle3lint.common.lines import line_texts
 from eagle3lint.report.colour import Painter, painter_for
 from eagle3lint.report.concise import (
     finding_line,
@@ -16,13 +17,12 @@ from eagle3lint.report.concise import (
     write_fix_hint,
     write_model_listing,
 )
-from eagle3lint.report.paths import line_path, line_text
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from eagle3lint.findings import Finding
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import Finding
+    from eagle3lint.model.result import CheckResult
 
 
 class SourceLines:

@@ -8,15 +8,16 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, TextIO
 
-from eagle3lint.findings import SEVERITY_ORDER
+from eagle3lint.common.escape import display_path, line_text
+from eagle3lint.common.findings import SEVERITY_ORDER
 from eagle3lint.report.concise import summary_line
-from eagle3lint.report.paths import display_path, line_text, relative_posix, report_base
+from eagle3lint.report.paths import relative_posix, report_base
 
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from eagle3lint.findings import Finding
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import Finding
+    from eagle3lint.model.result import CheckResult
 
 COMMANDS = {"error": "error", "warning": "warning", "info": "notice"}
 

@@ -13,7 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint import __version__
-from eagle3lint.escape import line_text
+from eagle3lint.common.escape import display_path, line_text
 from eagle3lint.report.matrix import (
     SCHEMA_VERSION,
     STATUS_WORDS,
@@ -22,10 +22,9 @@ from eagle3lint.report.matrix import (
     table_width,
     wrap_line,
 )
-from eagle3lint.report.paths import display_path
 
 if TYPE_CHECKING:
-    from eagle3lint.history import Cell, History, ModelHistory
+    from eagle3lint.model.history_result import Cell, History, ModelHistory
 
 _SHORT = {"supported": "ok", "incomplete": "refused", "not-implemented": "no", "unknown": "?", "not-a-target": "-"}
 LEGEND = (

@@ -10,11 +10,11 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
+from eagle3lint.checks.verdicts import outcome_counts, status_counts
 from eagle3lint.report.concise import models_checked
-from eagle3lint.verdicts import outcome_counts, status_counts
 
 if TYPE_CHECKING:
-    from eagle3lint.result import CheckResult
+    from eagle3lint.model.result import CheckResult
 
 SCHEMA_VERSION = 2
 

@@ -18,14 +18,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TextIO
 
 from eagle3lint import __version__
-from eagle3lint.escape import line_text
-from eagle3lint.report.paths import display_path, engine_label, line_path
-from eagle3lint.verdicts import STATUSES, outcome_counts, status_counts
+from eagle3lint.checks.verdicts import STATUSES, outcome_counts, status_counts
+from eagle3lint.common.escape import display_path, line_path, line_text
+from eagle3lint.report.paths import engine_label
 
 if TYPE_CHECKING:
-    from eagle3lint.findings import Finding, Related
-    from eagle3lint.models import ModelClass
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import Finding, Related
+    from eagle3lint.model.models import ModelClass
+    from eagle3lint.model.result import CheckResult
 
 SCHEMA_VERSION = 2
 _WEAKEST = ("display-only", "unsafe", "safe")  # a model's fix is as safe as its least safe part
@@ -102,7 +102,7 @@ def narrow(result: CheckResult, names: tuple[str, ...]) -> list[str]:
 def narrow_severity(result: CheckResult, level: str) -> None:
     """Keep the models with a finding at or above ``level`` (``error``: the broken ones), for
     every format and count. Suppressed and baselined findings count too: verdicts ignore them."""
-    from eagle3lint.findings import SEVERITY_ORDER
+    from eagle3lint.common.findings import SEVERITY_ORDER
 
     limit = SEVERITY_ORDER[level]
     kept = {

@@ -7,10 +7,10 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3lint.escape import display_path, line_path, line_text  # noqa: F401 - shown here too
+from eagle3lint.common.escape import display_path, line_path, line_text  # noqa: F401 - shown here too
 
 if TYPE_CHECKING:
-    from eagle3lint.engine import Engine
+    from eagle3lint.source.engine import Engine
 
 
 def git_toplevel(path: Path) -> Path | None:
@@ -37,7 +37,9 @@ def report_base(engine_root: Path, cwd: Path | None = None) -> Path:
 
 def relative_posix(path: str, base: Path) -> str | None:
     """``path`` relative to ``base`` with ``/`` separators, or None when it lies outside."""
-    from eagle3lint.sources import tree_path  # every command imports this module; few call this
+    from eagle3lint.source.sources import (
+        tree_path,  # every command imports this module; few call this
+    )
 
     try:
         return Path(tree_path(path)).relative_to(base).as_posix()
@@ -50,7 +52,7 @@ def tree_where(root: Path, cwd: Path | None = None) -> str:
     inside the working directory, ``release`` for a published release in the cache, else its
     path (``~/`` for the home folder): a run on the installed package when the user meant the
     checkout they stand in shows at a glance."""
-    from eagle3lint.releases import is_cached_release
+    from eagle3lint.common.cache_dir import is_cached_release
 
     if is_cached_release(root):
         return "release"

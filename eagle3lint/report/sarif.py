@@ -20,14 +20,15 @@ from typing import TYPE_CHECKING, Any, TextIO
 from urllib.parse import quote
 
 from eagle3lint import __version__
+from eagle3lint.common.escape import display_path, line_text
 from eagle3lint.engines import rule_registry
-from eagle3lint.report.paths import display_path, line_text, relative_posix, report_base
-from eagle3lint.sources import tree_path
+from eagle3lint.report.paths import relative_posix, report_base
+from eagle3lint.source.sources import tree_path
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
-    from eagle3lint.findings import Finding
-    from eagle3lint.result import CheckResult
+    from eagle3lint.common.findings import Finding
+    from eagle3lint.model.result import CheckResult
 
 SARIF_VERSION = "2.1.0"
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"

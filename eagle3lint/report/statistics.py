@@ -10,11 +10,11 @@ import json
 from collections import Counter
 from typing import TYPE_CHECKING, Any, TextIO
 
-from eagle3lint.findings import SEVERITY_ORDER
+from eagle3lint.common.findings import SEVERITY_ORDER
 from eagle3lint.report.concise import summary_line
 
 if TYPE_CHECKING:
-    from eagle3lint.result import CheckResult
+    from eagle3lint.model.result import CheckResult
 
 
 def statistics(result: CheckResult) -> list[dict[str, Any]]:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagle3lint.checks.base import Rule, RuleRegistry
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 from eagle3lint.verify.knowledge import CrashPattern, EngineKnowledge
 
 # vLLM (and Ray) prefix every line a worker prints: "(EngineCore_DP0 pid=4242) ".

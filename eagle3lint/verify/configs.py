@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 from eagle3lint.verify.model_files import (
     ModelFileError,
     OutsideFolder,
@@ -29,7 +29,7 @@ CRASH, ACCEPTANCE, REFUSED = "crash", "acceptance", "refused"
 _TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "thinker_config")
 
 
-# What each impact means as a launch outcome (``eagle3lint.outcomes``).
+# What each impact means as a launch outcome (``eagle3lint.common.outcomes``).
 IMPACT_OUTCOMES = {CRASH: "crash", ACCEPTANCE: "silent", REFUSED: "refused"}
 
 
@@ -47,7 +47,7 @@ class PreflightItem:
     evidence: list[dict[str, Any]] = field(default_factory=list)
     # For an unknown (or a skipped item that matters): what would decide it.
     decides: str = ""
-    # When in the launch it acts (``eagle3lint.outcomes`` stages); None: the check's usual stage.
+    # When in the launch it acts (``eagle3lint.common.outcomes`` stages); None: the check's usual stage.
     stage: float | None = None
     # The layer-id item's rows: each drafter id, what it was trained on, what it reads.
     layers: list[dict[str, Any]] | None = None

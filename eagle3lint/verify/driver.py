@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 
 if TYPE_CHECKING:
-    from eagle3lint.contract import Contract
-    from eagle3lint.engine import Engine
+    from eagle3lint.model.contract_types import Contract
+    from eagle3lint.source.engine import Engine
     from eagle3lint.verify.configs import ModelConfig, PreflightResult
     from eagle3lint.verify.measure import Client
     from eagle3lint.verify.options import VerifyOptions

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 
 # A freed GPU can keep a few MiB of driver bookkeeping; anything above this is memory still held.
 RELEASE_TOLERANCE_MIB = 256

@@ -19,7 +19,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.pair.facts import (
     DrafterKey,
     Framework,

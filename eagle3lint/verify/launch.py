@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.options import VerifyOptions
 

@@ -12,7 +12,7 @@ import stat
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from eagle3lint.safe_io import (
+from eagle3lint.common.safe_io import (
     FileTooLarge,
     file_kind,
     open_regular_file,

@@ -62,8 +62,8 @@ class VerifyOptions:
     def environment_options(self, environ: Mapping[str, str]) -> tuple[str, ...]:
         """``--engine-option`` words for the engine options the environment sets (the server
         inherits it): ``runner=v2`` for ``VLLM_USE_V2_MODEL_RUNNER=1``."""
-        from eagle3lint.launch_options import options_from_environment
-        from eagle3lint.rulepack import load_pack
+        from eagle3lint.model.launch_options import options_from_environment
+        from eagle3lint.source.rulepack import load_pack
 
         if self.engine is None:
             return ()

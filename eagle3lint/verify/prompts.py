@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.errors import UsageError
-from eagle3lint.escape import line_path
-from eagle3lint.safe_io import os_problem, read_regular_file
+from eagle3lint.common.errors import UsageError
+from eagle3lint.common.escape import line_path
+from eagle3lint.common.safe_io import os_problem, read_regular_file
 from eagle3lint.verify.model_files import (
     ModelFileError,
     parse_json,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.safe_io import open_regular_file, os_problem, read_upto
+from eagle3lint.common.safe_io import open_regular_file, os_problem, read_upto
 from eagle3lint.verify.model_files import (
     ModelFileError,
     OutsideFolder,

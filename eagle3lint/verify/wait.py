@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from eagle3lint.escape import line_text
+from eagle3lint.common.escape import line_text
 from eagle3lint.verify.httpclient import request
 from eagle3lint.verify.knowledge import EngineKnowledge
 from eagle3lint.verify.launch import LaunchedServer

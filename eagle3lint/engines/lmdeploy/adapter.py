@@ -11,14 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3lint.adapter import EngineAdapter, ModelsInContext
+from eagle3lint.model.adapter import EngineAdapter, ModelsInContext
 
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
-    from eagle3lint.contract import Contract, ContractExtension
-    from eagle3lint.engine import Engine
     from eagle3lint.fix.planner import FixPattern
-    from eagle3lint.index import ProjectIndex
+    from eagle3lint.model.contract_types import Contract, ContractExtension
+    from eagle3lint.source.engine import Engine
+    from eagle3lint.source.index import ProjectIndex
     from eagle3lint.verify.driver import ServerDriver
 
 

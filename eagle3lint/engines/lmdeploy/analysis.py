@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from eagle3lint.engines.lmdeploy.checkpoints import Family
 from eagle3lint.engines.lmdeploy.flow import Flow, Graph
-from eagle3lint.index import ClassRef
+from eagle3lint.source.index import ClassRef
 
 
 @dataclass(frozen=True)

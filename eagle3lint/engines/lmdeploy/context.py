@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.common.findings import Finding, Related
+from eagle3lint.common.outcomes import SILENT, STAGE_FORWARD, Effect
 from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
 from eagle3lint.engines.lmdeploy.builders import NEVER, Place
 from eagle3lint.engines.lmdeploy.checkpoints import families
@@ -22,10 +24,8 @@ from eagle3lint.engines.lmdeploy.flow import (
 )
 from eagle3lint.engines.lmdeploy.flow import UNKNOWN as UNKNOWN_FLOW
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
-from eagle3lint.findings import Finding, Related
-from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass, classify, inner_model_choices
-from eagle3lint.outcomes import SILENT, STAGE_FORWARD, Effect
+from eagle3lint.model.models import TARGET, ModelClass, classify, inner_model_choices
+from eagle3lint.source.index import ClassRef
 
 if TYPE_CHECKING:
     from eagle3lint.fix.planner import FixPattern

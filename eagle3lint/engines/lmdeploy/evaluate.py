@@ -14,7 +14,7 @@ from __future__ import annotations
 import ast
 from typing import Any
 
-from eagle3lint.ast_strings import hole_source, message_text
+from eagle3lint.source.ast_strings import hole_source, message_text
 
 
 class _Unknown:

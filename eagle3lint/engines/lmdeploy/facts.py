@@ -23,7 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from eagle3lint.contract import CheckCall, ContractExtension
+from eagle3lint.common.escape import line_text
+from eagle3lint.common.findings import FileError
 from eagle3lint.engines.lmdeploy.builders import (
     NEVER,
     SET,
@@ -35,12 +36,11 @@ from eagle3lint.engines.lmdeploy.builders import (
 )
 from eagle3lint.engines.lmdeploy.evaluate import UNKNOWN, literal, truth
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
-from eagle3lint.escape import line_text
-from eagle3lint.findings import FileError
-from eagle3lint.sources import parse_file
+from eagle3lint.model.contract_types import CheckCall, ContractExtension
+from eagle3lint.source.sources import parse_file
 
 if TYPE_CHECKING:
-    from eagle3lint.engine import Engine
+    from eagle3lint.source.engine import Engine
 
 PROVIDED, EMPTY = "provided", "empty"
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 
+from eagle3lint.common.findings import Finding
 from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis
 from eagle3lint.engines.lmdeploy.context import LmdeployContext
 from eagle3lint.engines.lmdeploy.facts import LmdeployContract
@@ -23,7 +24,6 @@ from eagle3lint.engines.lmdeploy.shape import (
     decoder_of,
     find_decoder_loop,
 )
-from eagle3lint.findings import Finding
 from eagle3lint.fix.edits import (
     AFTER,
     BEFORE,
@@ -45,8 +45,8 @@ from eagle3lint.fix.planner import (
 )
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
-from eagle3lint.index import ClassRef
-from eagle3lint.models import ModelClass
+from eagle3lint.model.models import ModelClass
+from eagle3lint.source.index import ClassRef
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

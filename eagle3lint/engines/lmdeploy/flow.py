@@ -13,7 +13,7 @@ For a target class, read from its source (never imported):
   delegates to an inner model that does, or is the mixin's default, which drops it;
 * a ``raise`` a launch option's branch reaches while capture layers are set (Kimi-K2's microbatch).
 
-Bodies are re-read on their own (``eagle3lint.snippets``), from the edited texts in a fixer's
+Bodies are re-read on their own (``eagle3lint.source.snippets``), from the edited texts in a fixer's
 re-check.
 """
 
@@ -25,9 +25,9 @@ from dataclasses import dataclass, field
 
 from eagle3lint.engines.lmdeploy.evaluate import exception_name, message_of
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
-from eagle3lint.index import ClassRef, ProjectIndex
-from eagle3lint.snippets import SnippetReader
-from eagle3lint.summary import FunctionSummary
+from eagle3lint.source.index import ClassRef, ProjectIndex
+from eagle3lint.source.snippets import SnippetReader
+from eagle3lint.source.summary_types import FunctionSummary
 
 CAPTURES, PASSES, DROPS, NONE, UNKNOWN = "captures", "passes", "drops", "none", "unknown"
 KEEPS, LOSES = "keeps", "loses"
@@ -204,7 +204,7 @@ class FlowReader:
 
     def _is_language_model(self, ref: ClassRef) -> bool:
         """A causal LM (it has an LM head), as opposed to the decoder a causal LM holds."""
-        from eagle3lint.models import TARGET, classify
+        from eagle3lint.model.models import TARGET, classify
 
         return classify(self.index, ref)[0] == TARGET
 

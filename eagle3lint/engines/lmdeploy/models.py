@@ -10,12 +10,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from eagle3lint.common.findings import FileError
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
 from eagle3lint.engines.lmdeploy.registry import MapEntry, ModuleMap, read_module_map
-from eagle3lint.findings import FileError
-from eagle3lint.index import ClassRef, ProjectIndex
-from eagle3lint.models import ModelClass, UnresolvedEntry, classify, in_scope, why_unresolved
-from eagle3lint.sources import parse_file
+from eagle3lint.model.models import ModelClass, UnresolvedEntry, classify, in_scope, why_unresolved
+from eagle3lint.source.index import ClassRef, ProjectIndex
+from eagle3lint.source.sources import parse_file
 
 
 @dataclass

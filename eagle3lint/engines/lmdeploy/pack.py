@@ -1,6 +1,6 @@
 """The ``[lmdeploy]`` table of ``rules/lmdeploy.toml``: where the engine states its contract.
 
-Read here, not in :mod:`eagle3lint.rulepack`, because only the LMDeploy analysis uses it; a
+Read here, not in :mod:`eagle3lint.source.rulepack`, because only the LMDeploy analysis uses it; a
 malformed value is a :class:`UsageError` naming the pack file.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from eagle3lint.errors import UsageError
-from eagle3lint.rulepack import RulePack, rules_dir
+from eagle3lint.common.errors import UsageError
+from eagle3lint.source.rulepack import RulePack, rules_dir
 
 
 @dataclass(frozen=True)

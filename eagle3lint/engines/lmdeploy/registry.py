@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eagle3lint.ast_strings import fold_string
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack
+from eagle3lint.source.ast_strings import fold_string
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,8 @@ from collections.abc import Iterable, Iterator
 
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.common.findings import Finding, Related
+from eagle3lint.common.outcomes import CRASH, REFUSED, SILENT, STAGE_LAUNCH, Effect
 from eagle3lint.engines.lmdeploy.builders import NEVER, SET
 from eagle3lint.engines.lmdeploy.checkpoints import Family
 from eagle3lint.engines.lmdeploy.context import (
@@ -25,9 +27,7 @@ from eagle3lint.engines.lmdeploy.context import (
 from eagle3lint.engines.lmdeploy.facts import EMPTY, PROVIDED
 from eagle3lint.engines.lmdeploy.flow import CAPTURES, CONFIG, CONTEXT, DROPS, LOSES, NONE, PASSES
 from eagle3lint.engines.lmdeploy.pack import lmdeploy_pack
-from eagle3lint.findings import Finding, Related
-from eagle3lint.models import TARGET, ModelClass
-from eagle3lint.outcomes import CRASH, REFUSED, SILENT, STAGE_LAUNCH, Effect
+from eagle3lint.model.models import TARGET, ModelClass
 
 
 class LmdeployRule(Rule):

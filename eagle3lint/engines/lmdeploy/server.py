@@ -13,7 +13,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.measure import Client
 from eagle3lint.verify.openai_client import OpenAIClient, SpecCounters

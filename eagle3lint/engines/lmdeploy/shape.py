@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from eagle3lint.engines.lmdeploy.builders import NEVER, SET
-from eagle3lint.index import ClassRef, ProjectIndex
+from eagle3lint.source.index import ClassRef, ProjectIndex
 
 if TYPE_CHECKING:
     from eagle3lint.engines.lmdeploy.analysis import ModelAnalysis

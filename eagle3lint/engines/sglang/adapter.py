@@ -10,13 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from eagle3lint.adapter import EngineAdapter, ModelsInContext
+from eagle3lint.model.adapter import EngineAdapter, ModelsInContext
 
 if TYPE_CHECKING:
-    from eagle3lint.contract import Contract
     from eagle3lint.fix.planner import FixPattern
-    from eagle3lint.index import ProjectIndex
-    from eagle3lint.summary import ModuleSummary
+    from eagle3lint.model.contract_types import Contract
+    from eagle3lint.source.index import ProjectIndex
+    from eagle3lint.source.summary_types import ModuleSummary
     from eagle3lint.verify.driver import ServerDriver
 
 
@@ -25,7 +25,7 @@ class SglangAdapter(EngineAdapter):
 
     def load_models(self, index: ProjectIndex, scope: list[Path], extra_files: list[Path]) -> list[ModuleSummary]:
         from eagle3lint.engines.sglang.plugins import plugin_model_files
-        from eagle3lint.models import in_scope, model_files_in_scope
+        from eagle3lint.model.models import in_scope, model_files_in_scope
 
         modules = index.load_files(model_files_in_scope(index.engine, scope))
         plugin_files = [p for p in plugin_model_files(index.engine) if in_scope(str(p), scope)]

@@ -4,8 +4,8 @@ members at start-up, and which models a fix can implement EAGLE-3 in."""
 from __future__ import annotations
 
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.contract import ContractSite
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
+from eagle3lint.model.contract_types import ContractSite
 
 
 class SglangContext(CheckContext):

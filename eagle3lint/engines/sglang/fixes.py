@@ -7,10 +7,8 @@ import dataclasses
 import re
 from collections.abc import Callable
 
-from eagle3lint.ast_names import dotted_name
-from eagle3lint.capture import Reads
 from eagle3lint.checks.context import CheckContext
-from eagle3lint.findings import Finding
+from eagle3lint.common.findings import Finding
 from eagle3lint.fix.capture_patterns import CAPTURE_FIX_PATTERNS
 from eagle3lint.fix.delegation import delegation_edits
 from eagle3lint.fix.edits import (
@@ -44,8 +42,10 @@ from eagle3lint.fix.residual import POST_NORM, residual_handling
 from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
-from eagle3lint.index import ClassRef, External, ProjectIndex
-from eagle3lint.models import ModelClass
+from eagle3lint.model.capture import Reads
+from eagle3lint.model.models import ModelClass
+from eagle3lint.source.ast_names import dotted_name
+from eagle3lint.source.index import ClassRef, External, ProjectIndex
 
 _PRESENT = ("present", "delegated")
 

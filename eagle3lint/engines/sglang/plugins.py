@@ -13,12 +13,12 @@ import os
 import re
 from pathlib import Path
 
-from eagle3lint.engine import Engine
-from eagle3lint.index import ClassRef, ProjectIndex
-from eagle3lint.models import ModelClass, classify, model_files
-from eagle3lint.plugins import PluginPackage
-from eagle3lint.registrations import RegistrationShapes, read_registrations
-from eagle3lint.sources import read_source, tree_path
+from eagle3lint.model.models import ModelClass, classify, model_files
+from eagle3lint.model.registrations import RegistrationShapes, read_registrations
+from eagle3lint.source.engine import Engine
+from eagle3lint.source.index import ClassRef, ProjectIndex
+from eagle3lint.source.plugins import PluginPackage
+from eagle3lint.source.sources import read_source, tree_path
 
 
 def plugin_model_files(engine: Engine) -> list[Path]:

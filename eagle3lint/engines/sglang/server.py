@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.httpclient import request
 from eagle3lint.verify.measure import Client, RequestResult

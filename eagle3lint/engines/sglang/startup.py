@@ -26,9 +26,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from eagle3lint.contract import ContractSite
-from eagle3lint.findings import FileError
-from eagle3lint.sources import read_source
+from eagle3lint.common.findings import FileError
+from eagle3lint.model.contract_types import ContractSite
+from eagle3lint.source.sources import read_source
 
 # The scheduler's start-up: (file under the package root, class, function), the first found used.
 ENTRIES = (("srt/managers/scheduler.py", "Scheduler", "init_model_worker"),)

@@ -11,17 +11,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from eagle3lint.capture import CaptureAnalysis, Method
-from eagle3lint.capture_facts import LoopFact
 from eagle3lint.checks.capture import capture_analysis
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.common.findings import Finding, Related
+from eagle3lint.common.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
 from eagle3lint.engines.vllm.context import VllmCheckContext
 from eagle3lint.engines.vllm.holders import RESOLVED
 from eagle3lint.engines.vllm.rules import VllmRule
-from eagle3lint.findings import Finding, Related
-from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass
-from eagle3lint.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
+from eagle3lint.model.capture import CaptureAnalysis, Method
+from eagle3lint.model.models import TARGET, ModelClass
+from eagle3lint.source.capture_facts import LoopFact
+from eagle3lint.source.index import ClassRef
 
 
 def _analysis(ctx: CheckContext) -> CaptureAnalysis:

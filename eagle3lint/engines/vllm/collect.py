@@ -4,7 +4,7 @@ When EAGLE-3 is on, the runner unpacks the target's output as ``(hidden_states, 
 ``forward`` that reads the recorded layer ids (``self.aux_hidden_state_layers``) or calls the
 mixin's collector (``_maybe_add_hidden_state``) produces that pair, directly or through a helper
 method, a ``super()`` call or a sub-module it calls. Bodies the summary did not walk are re-read
-on their own (:mod:`eagle3lint.snippets`), so a "no" is always based on the code itself.
+on their own (:mod:`eagle3lint.source.snippets`), so a "no" is always based on the code itself.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import ast
 from dataclasses import dataclass
 
 from eagle3lint.engines.vllm.index import VllmIndex
-from eagle3lint.index import ClassRef
-from eagle3lint.summary import FunctionSummary
+from eagle3lint.source.index import ClassRef
+from eagle3lint.source.summary_types import FunctionSummary
 
 YES = "yes"
 NO = "no"

@@ -11,6 +11,8 @@ import ast
 from dataclasses import dataclass, field
 
 from eagle3lint.checks.context import CheckContext
+from eagle3lint.common.findings import Related
+from eagle3lint.common.outcomes import REFUSED, STAGE_RUNNER, Effect, Requirement
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
 from eagle3lint.engines.vllm.drafter_check import ConfigCrash, DrafterCrash, DrafterLoadChecker
 from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
@@ -18,10 +20,8 @@ from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.model_types import Checkpoint, TypeJudgement
 from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
 from eagle3lint.engines.vllm.tristate import NO, UNKNOWN, YES
-from eagle3lint.findings import Related
-from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass
-from eagle3lint.outcomes import REFUSED, STAGE_RUNNER, Effect, Requirement
+from eagle3lint.model.models import TARGET, ModelClass
+from eagle3lint.source.index import ClassRef
 
 
 @dataclass
@@ -106,7 +106,7 @@ class VllmCheckContext(CheckContext):
         """The drafter load's copy of an image-token id off a multimodal target's config, where
         every config class the model's architectures load is known and none defines the
         attribute its branch reads (E3L019)."""
-        from eagle3lint.hf_types import defines
+        from eagle3lint.model.hf_types import defines
 
         contract = self.vllm
         load = contract.drafter_load if contract else None

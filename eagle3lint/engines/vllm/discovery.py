@@ -8,14 +8,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint.engine import Engine
+from eagle3lint.common.errors import UsageError
 from eagle3lint.engines.vllm.dispatch import platform_variants
 from eagle3lint.engines.vllm.index import ArchitectureResolver, VllmIndex
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.engines.vllm.registry import Registry, RegistryEntry, read_registry
-from eagle3lint.errors import UsageError
-from eagle3lint.index import ClassRef, Resolved, Unknown
-from eagle3lint.models import (
+from eagle3lint.model.models import (
     DRAFT,
     EAGLE3_DRAFT,
     OTHER,
@@ -25,11 +23,13 @@ from eagle3lint.models import (
     classify,
     in_scope,
 )
-from eagle3lint.plugins import PluginPackage
-from eagle3lint.registrations import RegistrationShapes, read_registrations
-from eagle3lint.snippets import SnippetReader
-from eagle3lint.sources import tree_path
-from eagle3lint.summary import ClassSummary
+from eagle3lint.model.registrations import RegistrationShapes, read_registrations
+from eagle3lint.source.engine import Engine
+from eagle3lint.source.index import ClassRef, Resolved, Unknown
+from eagle3lint.source.plugins import PluginPackage
+from eagle3lint.source.snippets import SnippetReader
+from eagle3lint.source.sources import tree_path
+from eagle3lint.source.summary_types import ClassSummary
 
 
 @dataclass
@@ -51,7 +51,7 @@ def build_vllm_index(engine: Engine, texts: Mapping[str, str] | None = None) -> 
         | frozenset(vpack.walk_methods)
     )
     # No needles: the few other bodies the holder and collect analyses need are re-read on
-    # demand (eagle3lint.snippets), cheaper than walking every method of the files.
+    # demand (eagle3lint.source.snippets), cheaper than walking every method of the files.
     index = VllmIndex(engine, walk_names=walk)
     index.vpack = vpack
     index.snippets = SnippetReader(texts)

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from eagle3lint.engines.vllm.drafter_load import ConfigRead, DrafterLoad, TargetRead
 from eagle3lint.engines.vllm.holders import HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
-from eagle3lint.index import ClassRef, MemberLookup, Resolved
-from eagle3lint.summary import Construction, final_constructions
+from eagle3lint.source.index import ClassRef, MemberLookup, Resolved
+from eagle3lint.source.summary_types import Construction
+from eagle3lint.source.summary_walk import final_constructions
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
 # Attributes set other than by ``self.x = ...``: what the index cannot see.

@@ -24,11 +24,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.engine import Engine
+from eagle3lint.common.outcomes import Requirement
 from eagle3lint.engines.vllm.pack import VllmPack
-from eagle3lint.outcomes import Requirement
-from eagle3lint.sources import decode_source, parse_text, read_source
-from eagle3lint.summary import dotted
+from eagle3lint.source.engine import Engine
+from eagle3lint.source.sources import decode_source, parse_text, read_source
+from eagle3lint.source.summary_walk import dotted
 
 # What the interpreter keeps for a local name: the target, its language model, or a module
 # reached from the language model by attribute steps (each step: the names tried, any one does).

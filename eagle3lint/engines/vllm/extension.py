@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eagle3lint.contract import CheckCall, ContractExtension
+from eagle3lint.model.contract_types import CheckCall, ContractExtension
 
 if TYPE_CHECKING:
-    from eagle3lint.engine import Engine
+    from eagle3lint.common.findings import FileError
     from eagle3lint.engines.vllm.protocol import VllmProtocol
-    from eagle3lint.findings import FileError
+    from eagle3lint.source.engine import Engine
 
 
 class VllmContractExtension(ContractExtension):

@@ -17,8 +17,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eagle3lint.ast_names import dotted_name
 from eagle3lint.fix.locate import alone_on_its_line, nodes_outside_nested_scopes
+from eagle3lint.source.ast_names import dotted_name
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -12,7 +12,8 @@ import re
 import warnings
 from dataclasses import dataclass
 
-from eagle3lint.ast_names import dotted_name
+from eagle3lint.common.findings import Finding
+from eagle3lint.common.lines import source_lines
 from eagle3lint.engines.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
 from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
@@ -20,7 +21,6 @@ from eagle3lint.engines.vllm.fix_loop import NotCommonShape, find_decoder_loop, 
 from eagle3lint.engines.vllm.holders import RESOLVED
 from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.engines.vllm.remedy import protocol_remedy
-from eagle3lint.findings import Finding
 from eagle3lint.fix.bases import BaseProblem, base_edits
 from eagle3lint.fix.capture_patterns import CaptureDelegate, CaptureInit, method_node
 from eagle3lint.fix.delegation import delegation_edits
@@ -46,9 +46,9 @@ from eagle3lint.fix.residual import PRE_NORM, residual_handling
 from eagle3lint.fix.residual import UNKNOWN as RESIDUAL_UNKNOWN
 from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
-from eagle3lint.index import ClassRef
-from eagle3lint.lines import source_lines
-from eagle3lint.summary import ModuleSummary
+from eagle3lint.source.ast_names import dotted_name
+from eagle3lint.source.index import ClassRef
+from eagle3lint.source.summary_types import ModuleSummary
 
 
 def _context(env: FixEnv) -> VllmCheckContext | None:

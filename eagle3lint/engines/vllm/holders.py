@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 
 from eagle3lint.engines.vllm.index import RUNTIME_CHOICE, VllmIndex
 from eagle3lint.engines.vllm.protocol import HolderWalk, VllmProtocol
-from eagle3lint.index import ClassRef, MemberLookup, Resolved, Unknown
-from eagle3lint.models import TARGET, classify, inner_models
-from eagle3lint.summary import FunctionSummary
+from eagle3lint.model.models import TARGET, classify, inner_models
+from eagle3lint.source.index import ClassRef, MemberLookup, Resolved, Unknown
+from eagle3lint.source.summary_types import FunctionSummary
 
 RESOLVED = "resolved"
 UNKNOWN = "unknown"

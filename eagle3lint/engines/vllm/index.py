@@ -7,7 +7,7 @@ and vLLM looks the architecture up in its registry; decoders are often built by 
 (``self.model = self._init_model(...)`` returning ``LlamaModel(...)``) or a class attribute
 (``self.model = self.model_cls(...)``) that subclasses override. With a literal architecture
 list the class is known statically; without one it is chosen from the HF config at run time,
-which no static tool can prove: that is :class:`~eagle3lint.index.Unknown` (reported as info,
+which no static tool can prove: that is :class:`~eagle3lint.source.index.Unknown` (reported as info,
 never as an error).
 """
 
@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable
 
 from eagle3lint.engines.vllm.pack import VllmPack
-from eagle3lint.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
-from eagle3lint.snippets import SnippetReader
-from eagle3lint.summary import Construction, final_constructions
+from eagle3lint.source.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
+from eagle3lint.source.snippets import SnippetReader
+from eagle3lint.source.summary_types import Construction
+from eagle3lint.source.summary_walk import final_constructions
 
 RUNTIME_CHOICE = "the inner model is chosen from the HF config at run time"
 

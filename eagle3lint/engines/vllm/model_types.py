@@ -4,7 +4,7 @@ Releases up to 0.21 refuse EAGLE-3 before the weights load unless the target's
 ``hf_text_config.model_type`` contains a word of a list (:class:`~.protocol.AllowList`). The
 tree names architectures; their types come from two tables, both read as source:
 
-* transformers' (:mod:`eagle3lint.hf_types`), of the release the engine pins
+* transformers' (:mod:`eagle3lint.model.hf_types`), of the release the engine pins
   (``Engine.library``, the one ``[model_types] library`` names): a class name maps to every model type that lists it;
 * the engine's own config registry (``_CONFIG_REGISTRY`` in ``transformers_utils/config.py``:
   model type -> config class, the classes in ``transformers_utils/configs/``), for types
@@ -24,9 +24,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.pack import VllmPack
-from eagle3lint.hf_types import (
+from eagle3lint.model.hf_types import (
     ConfigFacts,
     TextType,
     TypeTables,
@@ -36,6 +35,7 @@ from eagle3lint.hf_types import (
     read_tables,
     text_type,
 )
+from eagle3lint.source.engine import Engine
 
 
 @dataclass(frozen=True)

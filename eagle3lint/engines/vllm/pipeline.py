@@ -8,14 +8,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle3lint.contract import Contract
-from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.context import VllmCheckContext
 from eagle3lint.engines.vllm.discovery import Discovery, build_vllm_index, discover_vllm_models
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.engines.vllm.rule_context import VllmRuleContext
-from eagle3lint.models import ModelClass, UnresolvedEntry
+from eagle3lint.model.contract_types import Contract
+from eagle3lint.model.models import ModelClass, UnresolvedEntry
+from eagle3lint.source.engine import Engine
 
 
 @dataclass

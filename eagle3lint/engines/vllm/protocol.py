@@ -18,13 +18,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3lint.contract import CheckCall
-from eagle3lint.engine import Engine
+from eagle3lint.common.escape import line_text
+from eagle3lint.common.findings import FileError
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
-from eagle3lint.escape import line_text
-from eagle3lint.findings import FileError
-from eagle3lint.sources import decode_source, parse_text, read_source
-from eagle3lint.summary import dotted, is_stub_body
+from eagle3lint.model.contract_types import CheckCall
+from eagle3lint.source.engine import Engine
+from eagle3lint.source.sources import decode_source, parse_text, read_source
+from eagle3lint.source.summary_walk import dotted, is_stub_body
 
 if TYPE_CHECKING:
     # Loaded where the tables are read, or by the cache's reader when a stored contract holds them.
@@ -614,7 +614,7 @@ def _allow_list_in(tree: ast.AST) -> tuple[int, tuple[str, ...]] | None:
 
 def read_allow_list(engine: Engine) -> AllowList | None:
     """The speculative config's model-type allow-list, when the tree has one."""
-    from eagle3lint.snippets import SnippetReader
+    from eagle3lint.source.snippets import SnippetReader
 
     vpack = vllm_pack(engine.pack)
     reader = SnippetReader()

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from eagle3lint.engines.vllm.pack import VllmPack
-from eagle3lint.index import ProjectIndex
+from eagle3lint.source.index import ProjectIndex
 
 
 @dataclass

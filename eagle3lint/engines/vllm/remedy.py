@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
 from eagle3lint.engines.vllm.holders import NO_INNER, RESOLVED, Holder
 from eagle3lint.engines.vllm.tristate import NO, YES
-from eagle3lint.index import ClassRef
+from eagle3lint.source.index import ClassRef
 
 if TYPE_CHECKING:
     from eagle3lint.engines.vllm.context import VllmCheckContext

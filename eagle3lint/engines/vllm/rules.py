@@ -14,7 +14,17 @@ from typing import ClassVar
 
 from eagle3lint.checks.base import Rule
 from eagle3lint.checks.context import CheckContext, guard_phrase, severity_for
-from eagle3lint.contract import ContractSite
+from eagle3lint.common.findings import Finding, Related
+from eagle3lint.common.outcomes import (
+    CRASH,
+    REFUSED,
+    STAGE_FORWARD,
+    STAGE_LAUNCH,
+    STAGE_RUNNER,
+    UNKNOWN,
+    Effect,
+    member_stage,
+)
 from eagle3lint.engines.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.engines.vllm.collect import UNKNOWN as COLLECTS_UNKNOWN
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
@@ -28,19 +38,9 @@ from eagle3lint.engines.vllm.context import (
 from eagle3lint.engines.vllm.drafter_load import DrafterLoad
 from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
 from eagle3lint.engines.vllm.model_types import Checkpoint
-from eagle3lint.findings import Finding, Related
-from eagle3lint.index import ClassRef
-from eagle3lint.models import TARGET, ModelClass
-from eagle3lint.outcomes import (
-    CRASH,
-    REFUSED,
-    STAGE_FORWARD,
-    STAGE_LAUNCH,
-    STAGE_RUNNER,
-    UNKNOWN,
-    Effect,
-    member_stage,
-)
+from eagle3lint.model.contract_types import ContractSite
+from eagle3lint.model.models import TARGET, ModelClass
+from eagle3lint.source.index import ClassRef
 
 
 class VllmRule(Rule):
@@ -602,7 +602,7 @@ class ModelTypeNotAllowed(VllmRule):
     name = "model-type-not-allowed"
     severity = "warning"
     def check_vllm(self, ctx: VllmCheckContext) -> Iterable[Finding]:
-        from eagle3lint.verdicts import eagle3_evidence
+        from eagle3lint.checks.verdicts import eagle3_evidence
 
         allow = ctx.vllm.allow_list if ctx.vllm else None
         tables = ctx.vllm.model_types if ctx.vllm else None

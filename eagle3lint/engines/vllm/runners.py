@@ -14,9 +14,9 @@ import ast
 import re
 import textwrap
 
-from eagle3lint.engine import Engine
 from eagle3lint.engines.vllm.pack import VllmPack
-from eagle3lint.sources import decode_source, parse_text, read_source
+from eagle3lint.source.engine import Engine
+from eagle3lint.source.sources import decode_source, parse_text, read_source
 
 
 def _text(engine: Engine, rel: str) -> str | None:

@@ -12,9 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.contract import Contract
-from eagle3lint.engine import Engine
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
+from eagle3lint.model.contract_types import Contract
+from eagle3lint.source.engine import Engine
 from eagle3lint.verify.configs import NOTE, OK, PROBLEM, REFUSED, ModelConfig, PreflightResult
 from eagle3lint.verify.driver import ServerDriver, path_argument
 from eagle3lint.verify.measure import Client

@@ -16,8 +16,8 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass, field
 
-from eagle3lint.ast_names import dotted_parts
-from eagle3lint.index import ClassRef
+from eagle3lint.source.ast_names import dotted_parts
+from eagle3lint.source.index import ClassRef
 from eagle3lint.verify.pair.evaluate import Evaluator, Unresolved
 from eagle3lint.verify.pair.source import Method, ReleaseCode
 

@@ -7,14 +7,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagle3lint.capture import CaptureAnalysis
+from eagle3lint.model.capture import CaptureAnalysis
 from eagle3lint.verify.pair.facts import DrafterKey, Framework, PairFacts
 from eagle3lint.verify.pair.source import ReleaseCode
 
 if TYPE_CHECKING:
-    from eagle3lint.engine import Engine
-    from eagle3lint.index import ProjectIndex
-    from eagle3lint.models import ModelClass
+    from eagle3lint.model.models import ModelClass
+    from eagle3lint.source.engine import Engine
+    from eagle3lint.source.index import ProjectIndex
     from eagle3lint.verify.configs import ModelConfig
     from eagle3lint.verify.safetensors_header import CheckpointTensors
 

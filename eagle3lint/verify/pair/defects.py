@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.configs import (
     ACCEPTANCE,
     CRASH,

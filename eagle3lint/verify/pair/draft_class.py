@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagle3lint.ast_strings import message_text
-from eagle3lint.index import ClassRef, ProjectIndex
+from eagle3lint.source.ast_strings import message_text
+from eagle3lint.source.index import ClassRef, ProjectIndex
 from eagle3lint.verify.pair.evaluate import (
     OPAQUE,
     Budget,

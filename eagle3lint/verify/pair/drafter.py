@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3lint.errors import UsageError
+from eagle3lint.common.errors import UsageError
 from eagle3lint.verify.configs import ModelConfig
 from eagle3lint.verify.knowledge import layer_expression
 from eagle3lint.verify.model_files import MAX_SIZE, describe

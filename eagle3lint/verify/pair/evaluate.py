@@ -21,7 +21,7 @@ import time
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from eagle3lint.ast_strings import message_text
+from eagle3lint.source.ast_strings import message_text
 
 _MAX_STEPS = 200_000
 _MAX_ITEMS = 100_000

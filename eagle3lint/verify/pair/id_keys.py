@@ -9,7 +9,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from eagle3lint.ast_names import dotted_parts
+from eagle3lint.source.ast_names import dotted_parts
 from eagle3lint.verify.pair.facts import PairFacts
 from eagle3lint.verify.pair.source import ReleaseCode
 

@@ -16,9 +16,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3lint.ast_strings import message_text
-from eagle3lint.index import ClassRef
-from eagle3lint.models import EAGLE3_DRAFT
+from eagle3lint.model.models import EAGLE3_DRAFT
+from eagle3lint.source.ast_strings import message_text
+from eagle3lint.source.index import ClassRef
 from eagle3lint.verify.configs import CRASH, OK, PROBLEM, REFUSED, UNKNOWN, PreflightResult
 from eagle3lint.verify.pair.context import PairContext
 from eagle3lint.verify.pair.draft_class import tp_checks

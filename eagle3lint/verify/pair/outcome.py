@@ -1,4 +1,4 @@
-"""One outcome for the pair: the earliest failure of the launch (``eagle3lint.outcomes``
+"""One outcome for the pair: the earliest failure of the launch (``eagle3lint.common.outcomes``
 stages: argument checks, model construction and weight loading, the runner's checks, start-up
 calls, forward passes), a crash before a refusal before a silent failure at the same stage;
 where nothing fails but something that matters is undecided, ``unknown``; else ``works``."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Protocol
 
-from eagle3lint.outcomes import (
+from eagle3lint.common.outcomes import (
     CRASH,
     REFUSED,
     SILENT,

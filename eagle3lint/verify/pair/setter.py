@@ -15,8 +15,8 @@ import ast
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagle3lint.capture import CaptureAnalysis
-from eagle3lint.index import ClassRef
+from eagle3lint.model.capture import CaptureAnalysis
+from eagle3lint.source.index import ClassRef
 from eagle3lint.verify.pair.evaluate import OPAQUE, Budget, Evaluator, Unresolved
 from eagle3lint.verify.pair.facts import PairFacts
 from eagle3lint.verify.pair.source import Method, ReleaseCode

@@ -11,10 +11,10 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from eagle3lint.ast_names import dotted_parts
-from eagle3lint.capture import CaptureAnalysis
-from eagle3lint.index import ClassRef, ProjectIndex
-from eagle3lint.sources import decode_source, read_source
+from eagle3lint.model.capture import CaptureAnalysis
+from eagle3lint.source.ast_names import dotted_parts
+from eagle3lint.source.index import ClassRef, ProjectIndex
+from eagle3lint.source.sources import decode_source, read_source
 
 # Releases' files are at most a few hundred kilobytes; a file past this is not read.
 _MAX_FILE_BYTES = 8 * 1024 * 1024
