@@ -10,7 +10,8 @@ import bisect
 
 from eagle3lint.fix.edits import AddBase, Edit, ImportName
 from eagle3lint.source.index import ClassRef, External, ProjectIndex
-from eagle3lint.source.summary import ModuleSummary, dotted
+from eagle3lint.source.summary_types import ModuleSummary
+from eagle3lint.source.summary_walk import dotted
 
 # A typing.Protocol subclass also derives from typing.Generic.
 _PROTOCOLS = {"typing.Protocol", "typing_extensions.Protocol"}

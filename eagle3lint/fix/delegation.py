@@ -21,7 +21,7 @@ from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.model.contract import ContractSite
 from eagle3lint.model.models import ModelClass
 from eagle3lint.source.index import ClassRef
-from eagle3lint.source.summary import Params
+from eagle3lint.source.summary_types import Params
 
 PASS_THROUGH = ("self, *args, **kwargs", "*args, **kwargs")
 

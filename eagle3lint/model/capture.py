@@ -17,7 +17,7 @@ from eagle3lint.source.index import ClassRef
 if TYPE_CHECKING:
     from eagle3lint.source.capture_facts import CaptureFacts, CaptureSpec, LoopFact
     from eagle3lint.source.index import ProjectIndex
-    from eagle3lint.source.summary import FunctionSummary
+    from eagle3lint.source.summary_types import FunctionSummary
 
 _MAX_DEPTH = 4
 

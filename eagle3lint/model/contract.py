@@ -28,7 +28,7 @@ from eagle3lint.model.launch_checks import LaunchRefusal, read_launch_refusals
 from eagle3lint.source.engine import Engine
 from eagle3lint.source.rulepack import MemberSpec
 from eagle3lint.source.sources import decode_source, parse_text, read_source
-from eagle3lint.source.summary import try_parts
+from eagle3lint.source.summary_walk import try_parts
 
 FATAL_GUARDS = ("none", "error")
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from eagle3lint.source.index import ClassRef, ProjectIndex, Resolved
 from eagle3lint.source.sources import iter_python_files, tree_path
-from eagle3lint.source.summary import ClassSummary
+from eagle3lint.source.summary_types import ClassSummary
 
 if TYPE_CHECKING:
     from eagle3lint.common.outcomes import ConditionalOutcome, Effect

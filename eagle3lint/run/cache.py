@@ -58,7 +58,7 @@ from eagle3lint.settings.config import CACHE_DIR_NAME, file_kind, read_regular_f
 from eagle3lint.source.capture_facts import CaptureSpec
 from eagle3lint.source.engine import Engine
 from eagle3lint.source.sources import ParseRequest, parse_module, read_source
-from eagle3lint.source.summary import (
+from eagle3lint.source.summary_types import (
     ClassSummary,
     Construction,
     FunctionSummary,

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from eagle3lint.common.findings import FileError
 from eagle3lint.source.index import ProjectIndex, SummaryProvider
 from eagle3lint.source.sources import ParseRequest, parse_module, summary_of
-from eagle3lint.source.summary import ModuleSummary
+from eagle3lint.source.summary_types import ModuleSummary
 
 if TYPE_CHECKING:
     from eagle3lint.model.result import CheckResult

@@ -33,7 +33,7 @@ from eagle3lint.run.fix_recheck import recheck, summarize_text
 from eagle3lint.source.index import ProjectIndex
 from eagle3lint.source.parallel import WorkerPool, worth_forking_for
 from eagle3lint.source.sources import ParseRequest, syntax_problem
-from eagle3lint.source.summary import ModuleSummary
+from eagle3lint.source.summary_types import ModuleSummary
 
 # A fix can make another possible (a fixed inner model lets its wrapper delegate): passes
 # continue until planning on the fixed tree finds nothing more (which is the second-run proof).

@@ -18,11 +18,13 @@ from eagle3lint.common.findings import FileError
 from eagle3lint.source.engine import Engine
 from eagle3lint.source.snippets import SnippetReader
 from eagle3lint.source.sources import ParseRequest, module_name, parse_module, tree_path
-from eagle3lint.source.summary import (
+from eagle3lint.source.summary_types import (
     ClassSummary,
     Construction,
     FunctionSummary,
     ModuleSummary,
+)
+from eagle3lint.source.summary_walk import (
     dotted,
     final_constructions,
 )

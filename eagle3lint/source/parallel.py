@@ -28,7 +28,7 @@ from typing import Any, TypeVar
 
 from eagle3lint.common.findings import FileError
 from eagle3lint.source.sources import ParseRequest, parse_module
-from eagle3lint.source.summary import ModuleSummary
+from eagle3lint.source.summary_types import ModuleSummary
 
 T = TypeVar("T")
 

@@ -16,7 +16,8 @@ from pathlib import Path
 from eagle3lint.common.findings import FileError
 from eagle3lint.common.lines import count_line_ends
 from eagle3lint.source.capture_facts import CaptureSpec
-from eagle3lint.source.summary import ModuleSummary, summarize
+from eagle3lint.source.summary import summarize
+from eagle3lint.source.summary_types import ModuleSummary
 from eagle3lint.source.suppressions import scan_suppressions
 
 

@@ -27,7 +27,7 @@ from eagle3lint.engines.lmdeploy.evaluate import exception_name, message_of
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
 from eagle3lint.source.index import ClassRef, ProjectIndex
 from eagle3lint.source.snippets import SnippetReader
-from eagle3lint.source.summary import FunctionSummary
+from eagle3lint.source.summary_types import FunctionSummary
 
 CAPTURES, PASSES, DROPS, NONE, UNKNOWN = "captures", "passes", "drops", "none", "unknown"
 KEEPS, LOSES = "keeps", "loses"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from eagle3lint.model.models import ModelClass, UnresolvedEntry, classify, why_unresolved
 from eagle3lint.source.index import ClassRef, ProjectIndex, Resolved
-from eagle3lint.source.summary import ModuleSummary
+from eagle3lint.source.summary_types import ModuleSummary
 
 
 def discover_sglang_models(

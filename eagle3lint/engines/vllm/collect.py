@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.source.index import ClassRef
-from eagle3lint.source.summary import FunctionSummary
+from eagle3lint.source.summary_types import FunctionSummary
 
 YES = "yes"
 NO = "no"

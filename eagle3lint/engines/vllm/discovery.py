@@ -29,7 +29,7 @@ from eagle3lint.source.index import ClassRef, Resolved, Unknown
 from eagle3lint.source.plugins import PluginPackage
 from eagle3lint.source.snippets import SnippetReader
 from eagle3lint.source.sources import tree_path
-from eagle3lint.source.summary import ClassSummary
+from eagle3lint.source.summary_types import ClassSummary
 
 
 @dataclass

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.source.index import ClassRef, ProjectIndex
 from eagle3lint.source.sources import decode_source, read_source
-from eagle3lint.source.summary import dotted
+from eagle3lint.source.summary_walk import dotted
 
 
 @dataclass(frozen=True)

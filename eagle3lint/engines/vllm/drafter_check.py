@@ -18,7 +18,8 @@ from eagle3lint.engines.vllm.drafter_load import ConfigRead, DrafterLoad, Target
 from eagle3lint.engines.vllm.holders import HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.source.index import ClassRef, MemberLookup, Resolved
-from eagle3lint.source.summary import Construction, final_constructions
+from eagle3lint.source.summary_types import Construction
+from eagle3lint.source.summary_walk import final_constructions
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
 # Attributes set other than by ``self.x = ...``: what the index cannot see.

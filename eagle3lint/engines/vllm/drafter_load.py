@@ -28,7 +28,7 @@ from eagle3lint.common.outcomes import Requirement
 from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.source.engine import Engine
 from eagle3lint.source.sources import decode_source, parse_text, read_source
-from eagle3lint.source.summary import dotted
+from eagle3lint.source.summary_walk import dotted
 
 # What the interpreter keeps for a local name: the target, its language model, or a module
 # reached from the language model by attribute steps (each step: the names tried, any one does).

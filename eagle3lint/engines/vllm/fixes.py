@@ -48,7 +48,7 @@ from eagle3lint.fix.templates import TemplateSet
 from eagle3lint.fix.texts import SourceFile
 from eagle3lint.source.ast_names import dotted_name
 from eagle3lint.source.index import ClassRef
-from eagle3lint.source.summary import ModuleSummary
+from eagle3lint.source.summary_types import ModuleSummary
 
 
 def _context(env: FixEnv) -> VllmCheckContext | None:

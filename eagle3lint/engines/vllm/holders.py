@@ -19,7 +19,7 @@ from eagle3lint.engines.vllm.index import RUNTIME_CHOICE, VllmIndex
 from eagle3lint.engines.vllm.protocol import HolderWalk, VllmProtocol
 from eagle3lint.model.models import TARGET, classify, inner_models
 from eagle3lint.source.index import ClassRef, MemberLookup, Resolved, Unknown
-from eagle3lint.source.summary import FunctionSummary
+from eagle3lint.source.summary_types import FunctionSummary
 
 RESOLVED = "resolved"
 UNKNOWN = "unknown"

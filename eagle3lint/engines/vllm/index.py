@@ -20,7 +20,8 @@ from collections.abc import Callable
 from eagle3lint.engines.vllm.pack import VllmPack
 from eagle3lint.source.index import ClassRef, FunctionRef, ProjectIndex, Resolved, Unknown
 from eagle3lint.source.snippets import SnippetReader
-from eagle3lint.source.summary import Construction, final_constructions
+from eagle3lint.source.summary_types import Construction
+from eagle3lint.source.summary_walk import final_constructions
 
 RUNTIME_CHOICE = "the inner model is chosen from the HF config at run time"
 

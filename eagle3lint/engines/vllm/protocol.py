@@ -24,7 +24,7 @@ from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
 from eagle3lint.model.contract import CheckCall
 from eagle3lint.source.engine import Engine
 from eagle3lint.source.sources import decode_source, parse_text, read_source
-from eagle3lint.source.summary import dotted, is_stub_body
+from eagle3lint.source.summary_walk import dotted, is_stub_body
 
 if TYPE_CHECKING:
     # Loaded where the tables are read, or by the cache's reader when a stored contract holds them.
