@@ -16,7 +16,7 @@ from eagle3lint.common.outcomes import (
     Verdict,
     member_stage,
 )
-from eagle3lint.model.contract import Contract, ContractSite, MemberContract
+from eagle3lint.model.contract_types import Contract, ContractSite, MemberContract
 from eagle3lint.model.launch_options import EngineOptions
 from eagle3lint.model.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass, inner_model_choices
 from eagle3lint.source.index import ClassRef, FunctionRef, MemberLookup, ProjectIndex

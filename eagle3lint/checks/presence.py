@@ -14,7 +14,7 @@ from eagle3lint.checks.context import (
 )
 from eagle3lint.common.findings import Finding
 from eagle3lint.common.outcomes import CRASH, SILENT, UNKNOWN, Effect, member_stage
-from eagle3lint.model.contract import ContractSite
+from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import DRAFT, EAGLE3_DRAFT, TARGET, ModelClass
 from eagle3lint.source.rulepack import MemberSpec
 

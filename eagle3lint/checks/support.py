@@ -9,7 +9,7 @@ from eagle3lint.checks.context import CheckContext, guard_phrase
 from eagle3lint.checks.verdicts import NOT_IMPLEMENTED, model_key
 from eagle3lint.common.findings import Finding
 from eagle3lint.common.outcomes import CRASH, REFUSED, SILENT, Effect
-from eagle3lint.model.contract import ContractSite
+from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import TARGET
 
 

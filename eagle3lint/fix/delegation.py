@@ -18,7 +18,7 @@ from eagle3lint.fix.capture_patterns import method_node
 from eagle3lint.fix.edits import Edit
 from eagle3lint.fix.planner import FixEnv, forwarded_call_problem, member_edits
 from eagle3lint.fix.templates import TemplateSet
-from eagle3lint.model.contract import ContractSite
+from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import ModelClass
 from eagle3lint.source.index import ClassRef
 from eagle3lint.source.summary_types import Params

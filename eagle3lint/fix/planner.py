@@ -21,7 +21,7 @@ from eagle3lint.common.findings import Finding
 from eagle3lint.fix.edits import Edit, InsertMembers
 from eagle3lint.fix.templates import TemplateSet, load_templates
 from eagle3lint.fix.texts import SourceSet
-from eagle3lint.model.contract import ContractSite
+from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import ModelClass, in_scope
 from eagle3lint.source.index import ClassRef, ProjectIndex
 from eagle3lint.source.rulepack import RulePack

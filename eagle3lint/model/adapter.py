@@ -30,7 +30,7 @@ from eagle3lint.source.engine import read_version
 from eagle3lint.source.rulepack import RulePack, load_pack
 
 if TYPE_CHECKING:
-    from eagle3lint.model.contract import Contract, ContractExtension
+    from eagle3lint.model.contract_types import Contract, ContractExtension
     from eagle3lint.model.models import ModelClass, UnresolvedEntry
     from eagle3lint.model.ports import ContextPort, FixPatternPort, RulePort, ServerPort
     from eagle3lint.source.engine import Engine
@@ -96,10 +96,10 @@ class EngineAdapter:
 
     # ---- the contract ----------------------------------------------------------------------
     def contract_extension(self, engine: Engine) -> ContractExtension:
-        """What the engine adds to the call-site scan (``eagle3lint.model.contract.ContractExtension``).
+        """What the engine adds to the call-site scan (``eagle3lint.model.contract_types.ContractExtension``).
         Called in the worker that scans the call sites, so the reading it does runs beside the
         model parse."""
-        from eagle3lint.model.contract import ContractExtension
+        from eagle3lint.model.contract_types import ContractExtension
 
         return ContractExtension()
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from eagle3lint.common.findings import FileError, Finding
-    from eagle3lint.model.contract import Contract
+    from eagle3lint.model.contract_types import Contract
     from eagle3lint.model.launch_options import EngineOptions
     from eagle3lint.model.models import ModelClass, UnresolvedEntry
     from eagle3lint.source.engine import Engine

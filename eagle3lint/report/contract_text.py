@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TextIO
 
 from eagle3lint.common.escape import line_text
-from eagle3lint.model.contract import Contract, MemberContract
+from eagle3lint.model.contract_types import Contract, MemberContract
 
 
 def write_contract_text(contract: Contract, out: TextIO) -> None:

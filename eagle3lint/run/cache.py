@@ -51,7 +51,7 @@ from eagle3lint import __version__
 from eagle3lint.common.escape import line_path
 from eagle3lint.common.findings import FileError
 from eagle3lint.common.safe_io import write_atomic
-from eagle3lint.model.contract import Contract, ContractSite, MemberContract
+from eagle3lint.model.contract_types import Contract, ContractSite, MemberContract
 from eagle3lint.model.launch_checks import LaunchRefusal
 from eagle3lint.run.cache_prune import open_namespace, room_after_pruning
 from eagle3lint.settings.config import CACHE_DIR_NAME, file_kind, read_regular_file

@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
     from eagle3lint.checks.context import CheckContext
     from eagle3lint.common.findings import Finding
-    from eagle3lint.model.contract import Contract
+    from eagle3lint.model.contract_types import Contract
     from eagle3lint.model.launch_options import EngineOptions
     from eagle3lint.model.models import ModelClass, UnresolvedEntry
     from eagle3lint.run.cache import Cache

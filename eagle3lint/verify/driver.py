@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from eagle3lint.common.errors import UsageError
 
 if TYPE_CHECKING:
-    from eagle3lint.model.contract import Contract
+    from eagle3lint.model.contract_types import Contract
     from eagle3lint.source.engine import Engine
     from eagle3lint.verify.configs import ModelConfig, PreflightResult
     from eagle3lint.verify.measure import Client

@@ -36,7 +36,7 @@ from eagle3lint.engines.lmdeploy.builders import (
 )
 from eagle3lint.engines.lmdeploy.evaluate import UNKNOWN, literal, truth
 from eagle3lint.engines.lmdeploy.pack import LmdeployPack, lmdeploy_pack
-from eagle3lint.model.contract import CheckCall, ContractExtension
+from eagle3lint.model.contract_types import CheckCall, ContractExtension
 from eagle3lint.source.sources import parse_file
 
 if TYPE_CHECKING:

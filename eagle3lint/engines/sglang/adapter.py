@@ -14,7 +14,7 @@ from eagle3lint.model.adapter import EngineAdapter, ModelsInContext
 
 if TYPE_CHECKING:
     from eagle3lint.fix.planner import FixPattern
-    from eagle3lint.model.contract import Contract
+    from eagle3lint.model.contract_types import Contract
     from eagle3lint.source.index import ProjectIndex
     from eagle3lint.source.summary_types import ModuleSummary
     from eagle3lint.verify.driver import ServerDriver

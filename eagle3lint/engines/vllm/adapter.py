@@ -17,7 +17,7 @@ from eagle3lint.model.adapter import EngineAdapter, LibraryWanted, ModelsInConte
 if TYPE_CHECKING:
     from eagle3lint.checks.base import Rule
     from eagle3lint.fix.planner import FixPattern
-    from eagle3lint.model.contract import Contract, ContractExtension
+    from eagle3lint.model.contract_types import Contract, ContractExtension
     from eagle3lint.source.engine import Engine
     from eagle3lint.source.index import ProjectIndex
     from eagle3lint.verify.driver import ServerDriver

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from eagle3lint.model.contract import CheckCall, ContractExtension
+from eagle3lint.model.contract_types import CheckCall, ContractExtension
 
 if TYPE_CHECKING:
     from eagle3lint.common.findings import FileError

@@ -13,7 +13,7 @@ from eagle3lint.engines.vllm.discovery import Discovery, build_vllm_index, disco
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.engines.vllm.rule_context import VllmRuleContext
-from eagle3lint.model.contract import Contract
+from eagle3lint.model.contract_types import Contract
 from eagle3lint.model.models import ModelClass, UnresolvedEntry
 from eagle3lint.source.engine import Engine
 

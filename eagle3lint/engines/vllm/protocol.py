@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from eagle3lint.common.escape import line_text
 from eagle3lint.common.findings import FileError
 from eagle3lint.engines.vllm.pack import VllmPack, vllm_pack
-from eagle3lint.model.contract import CheckCall
+from eagle3lint.model.contract_types import CheckCall
 from eagle3lint.source.engine import Engine
 from eagle3lint.source.sources import decode_source, parse_text, read_source
 from eagle3lint.source.summary_walk import dotted, is_stub_body

@@ -9,7 +9,7 @@ from __future__ import annotations
 from eagle3lint.checks.context import MemberState, guard_phrase
 from eagle3lint.engines.vllm.context import VllmCheckContext
 from eagle3lint.engines.vllm.remedy import describe_remedy, protocol_remedy
-from eagle3lint.model.contract import ContractSite
+from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import ModelClass
 
 

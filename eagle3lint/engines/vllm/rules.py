@@ -38,7 +38,7 @@ from eagle3lint.engines.vllm.context import (
 from eagle3lint.engines.vllm.drafter_load import DrafterLoad
 from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED, Holder
 from eagle3lint.engines.vllm.model_types import Checkpoint
-from eagle3lint.model.contract import ContractSite
+from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import TARGET, ModelClass
 from eagle3lint.source.index import ClassRef
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from eagle3lint.common.errors import UsageError
-from eagle3lint.model.contract import Contract
+from eagle3lint.model.contract_types import Contract
 from eagle3lint.source.engine import Engine
 from eagle3lint.verify.configs import NOTE, OK, PROBLEM, REFUSED, ModelConfig, PreflightResult
 from eagle3lint.verify.driver import ServerDriver, path_argument
