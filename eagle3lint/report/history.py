@@ -24,7 +24,7 @@ from eagle3lint.report.matrix import (
 )
 
 if TYPE_CHECKING:
-    from eagle3lint.run.history import Cell, History, ModelHistory
+    from eagle3lint.model.history_result import Cell, History, ModelHistory
 
 _SHORT = {"supported": "ok", "incomplete": "refused", "not-implemented": "no", "unknown": "?", "not-a-target": "-"}
 LEGEND = (
