@@ -376,7 +376,7 @@ def release_model_donors(packages: dict[str, Path], limit_per_engine: int = 6) -
 def real_model_donors(limit_per_engine: int = 6) -> dict[str, list[bytes]]:
     """Model files of engine releases already in the release cache (never downloaded here), the
     newest folder name of each engine that has them: for a long hunt by hand."""
-    from eagle3lint.fetch.releases import cache_root
+    from eagle3lint.common.cache_dir import cache_root
 
     packages = {}
     releases = cache_root() / "releases"

@@ -301,7 +301,7 @@ def test_fix_apply_with_a_release_writes_the_plugin_and_never_the_cached_release
     import os
     import subprocess
 
-    from eagle3lint.fetch.releases import _COMPLETE
+    from eagle3lint.common.cache_dir import _COMPLETE
     from tests import forked_cli
 
     cache = tmp_path / "cache"

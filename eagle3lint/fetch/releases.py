@@ -35,20 +35,12 @@ if TYPE_CHECKING:
     # The network half (pip, HTTP, TLS) loads when something is fetched: a run that finds its
     # release in the cache never needs it.
     from eagle3lint.fetch import pip_index, remote_zip
+from eagle3lint.common.cache_dir import _COMPLETE, cache_root, is_cached_release
 
 __all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "read_wheel_files"]
 
-_COMPLETE = ".eagle3lint-complete"
+
 DEFAULT_MAX_RELEASES = 16
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("EAGLE3LINT_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    base = Path(xdg) if xdg else Path.home() / ".cache"
-    return base / "eagle3lint"
 
 
 _WHEEL_METADATA = re.compile(r"^[^/]+\.dist-info/METADATA$")
@@ -265,15 +257,6 @@ def _unpack(folder: Path, target: Path, name: str, version: str, wanted: Callabl
         os.replace(staging, target)
 
 
-def is_cached_release(root: Path) -> bool:
-    """Whether the package folder ``root`` is a release unpacked in this cache."""
-    folder = root.parent
-    try:
-        return folder.parent.resolve() == (cache_root() / "releases").resolve() and (folder / _COMPLETE).is_file()
-    except OSError:
-        return False
-
-
 def cached_release_metadata(root: Path) -> Path | None:
     """The ``METADATA`` of the release whose package folder (in this cache) is ``root``. A
     release unpacked before the cache kept it gets it now, that one member read out of the
@@ -342,6 +325,8 @@ def fetch_library(name: str, version: str, wanted: Callable[[str], bool], announ
 
 
 _PACKAGE_SPEC_RE = re.compile(r"^(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*)==(?P<version>[0-9][0-9A-Za-z.+!-]*)$")
+
+
 # What a plugin's metadata folder keeps: its name and version, entry points, top-level packages.
 _METADATA_FILES = ("METADATA", "entry_points.txt", "top_level.txt", "RECORD")
 

@@ -52,7 +52,7 @@ def tree_where(root: Path, cwd: Path | None = None) -> str:
     inside the working directory, ``release`` for a published release in the cache, else its
     path (``~/`` for the home folder): a run on the installed package when the user meant the
     checkout they stand in shows at a glance."""
-    from eagle3lint.fetch.releases import is_cached_release
+    from eagle3lint.common.cache_dir import is_cached_release
 
     if is_cached_release(root):
         return "release"

@@ -126,7 +126,7 @@ def tree_record(engine: Engine, folder: Path) -> dict[str, str]:
     """Which tree a baseline written in ``folder`` is for: a published release by its name and
     version; a checkout (or an installed tree) by its package folder, relative to ``folder``
     when inside it (so the baseline goes with the checkout), else absolute."""
-    from eagle3lint.fetch.releases import is_cached_release
+    from eagle3lint.common.cache_dir import is_cached_release
 
     record = {"engine": engine.name, "version": engine.version}
     if is_cached_release(engine.root):
@@ -162,7 +162,7 @@ def baseline_skipped(path: Path, engine: Engine) -> str | None:
     before baselines recorded their tree applies to the working directory's tree only (the
     checkout standing there or around it), never to a release or an installed engine elsewhere.
     """
-    from eagle3lint.fetch.releases import is_cached_release
+    from eagle3lint.common.cache_dir import is_cached_release
 
     data = _load(path)
     release = is_cached_release(engine.root)
