@@ -64,7 +64,7 @@ STAGES: list[tuple[str, tuple[str, ...]]] = [
     )),
     ("report", ("eagle3lint.report",)),
     ("settings", (
-        "eagle3lint.settings", "eagle3lint.settings.config", "eagle3lint.settings.load",
+        "eagle3lint.settings", "eagle3lint.settings.config", "eagle3lint.run.settings_load",
         "eagle3lint.settings.view", "eagle3lint.settings.baseline", "eagle3lint.settings.path_patterns",
     )),
     ("run", (

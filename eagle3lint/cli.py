@@ -177,7 +177,7 @@ def check(
 ) -> None:
     """Check model classes against the engine's EAGLE-3 contract."""
     from eagle3lint.fetch.file_scope import engine_files, is_file_list
-    from eagle3lint.settings.load import load as load_settings
+    from eagle3lint.run.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     if no_baseline and baseline_file is not None:
@@ -333,7 +333,7 @@ def _refuse_other_engine(paths: tuple[Path, ...], engine: str | None) -> None:
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def show_config(config_file: Path | None, output_format: str) -> None:
     """Print the settings in effect: each value a run uses, marked where it is a default."""
-    from eagle3lint.settings.load import load as load_settings
+    from eagle3lint.run.settings_load import load as load_settings
     from eagle3lint.settings.view import write_json, write_text
 
     (write_json if output_format == "json" else write_text)(load_settings(config_file), sys.stdout)
@@ -406,7 +406,7 @@ def models(
 ) -> None:
     """The EAGLE-3 support matrix: every model class with its status, outcome, conditions, reason, codes and fix;
     across releases with a list or range of them."""
-    from eagle3lint.settings.load import load as load_settings
+    from eagle3lint.run.settings_load import load as load_settings
 
     settings = with_excludes(with_engine_options(load_settings(config_file), engine_option), exclude, extend_exclude)
     # A baseline says which findings a commit answers for; the matrix shows every model's
@@ -539,7 +539,7 @@ def _explained_engine(engine: str | None, release: str | None) -> str | None:
     """Whose part ``explain`` shows: the one named, a release's, the configuration's, or the
     engine the working directory is in (walking up) or holds (a checkout); else None (all)."""
     from eagle3lint.fetch.engine_finder import engine_name_at
-    from eagle3lint.settings.load import load as load_settings
+    from eagle3lint.run.settings_load import load as load_settings
 
     if release:
         from eagle3lint.fetch.release_query import parse_release_spec

@@ -20,7 +20,7 @@ UPPER = (
     "eagle3lint.cli",
     "eagle3lint.run.runner",
     "eagle3lint.run.cache",
-    "eagle3lint.settings.load",
+    "eagle3lint.run.settings_load",
     "eagle3lint.settings.baseline",
     "eagle3lint.settings.view",
     "eagle3lint.fetch.engine_finder",

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.run.settings_load import load as load_settings
 from eagle3lint.settings.config import (
     ConfigError,
     FileTooLarge,
@@ -16,7 +17,6 @@ from eagle3lint.settings.config import (
     find_config,
     read_regular_file,
 )
-from eagle3lint.settings.load import load as load_settings
 from tests.helpers import FIXTURES
 from tests.robust_helpers import assert_clean_exit, run_bounded
 

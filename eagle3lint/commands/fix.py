@@ -121,7 +121,7 @@ def fix(
     With --apply --verify, the patched engine is then launched with EAGLE-3 (the options of
     `eagle3lint verify`), and the exit code is verify's unless fixing itself failed."""
     from eagle3lint.fetch.file_scope import engine_files, is_file_list
-    from eagle3lint.settings.load import load as load_settings
+    from eagle3lint.run.settings_load import load as load_settings
 
     if then_verify and not apply_fixes:
         raise UsageError("--verify runs the patched engine: it needs --apply")

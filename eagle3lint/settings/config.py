@@ -4,7 +4,7 @@ An unknown key, a wrong type or an unknown rule code is a :class:`ConfigError` n
 and the file (exit code 2): a typo in a linter's configuration must never silently disable it.
 The words it is validated against (the engines, the rule codes, the output formats) come from
 the caller as a :class:`Vocabulary`, so the settings depend on nothing above the lower half
-(``eagle3lint.settings.load.vocabulary`` is the one the commands use).
+(``eagle3lint.run.settings_load.vocabulary`` is the one the commands use).
 """
 
 from __future__ import annotations
