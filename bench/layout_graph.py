@@ -31,53 +31,50 @@ REPO = Path(__file__).resolve().parent.parent
 MAX_LINES = 700
 
 # The stages, bottom first; a module belongs to the stage of the longest prefix that names it.
-# Both the loose modules of the flat layout and the stage packages are named, so that the same
-# figures can be read before and after the move.
+PACKAGE = "eagle3lint"
 STAGES: list[tuple[str, tuple[str, ...]]] = [
-    ("common", (
-        "eagle3lint", "eagle3lint.common",  # the package itself: __version__
-        "eagle3lint.common.errors", "eagle3lint.common.findings", "eagle3lint.common.locations", "eagle3lint.common.outcomes",
-        "eagle3lint.common.lines", "eagle3lint.common.escape", "eagle3lint.common.safe_io", "eagle3lint.common.rule_codes",
-        "eagle3lint.common.interrupts",
-    )),
-    ("source", (
-        "eagle3lint.source", "eagle3lint.source.ast_names", "eagle3lint.source.ast_strings",
-        "eagle3lint.source.capture_facts", "eagle3lint.source.suppressions", "eagle3lint.source.summary",
-        "eagle3lint.source.sources", "eagle3lint.source.snippets", "eagle3lint.source.parallel", "eagle3lint.source.index",
-        "eagle3lint.source.plugins", "eagle3lint.source.rulepack", "eagle3lint.source.engine",
-    )),
-    ("model", (
-        "eagle3lint.model", "eagle3lint.model.contract", "eagle3lint.model.launch_checks",
-        "eagle3lint.model.launch_options", "eagle3lint.model.registrations", "eagle3lint.model.capture",
-        "eagle3lint.model.inference", "eagle3lint.model.hf_types", "eagle3lint.model.models", "eagle3lint.model.result",
-        "eagle3lint.model.ports", "eagle3lint.model.adapter",
-    )),
-    ("checks", ("eagle3lint.checks", "eagle3lint.checks.verdicts")),
-    ("fix", ("eagle3lint.fix",)),
-    ("verify", ("eagle3lint.verify",)),
-    ("enginerun", ("eagle3lint.enginerun",)),
-    ("engines", ("eagle3lint.engines",)),
-    ("fetch", (
-        "eagle3lint.fetch", "eagle3lint.fetch.pip_index", "eagle3lint.fetch.remote_zip",
-        "eagle3lint.fetch.release_query", "eagle3lint.fetch.releases", "eagle3lint.fetch.libraries",
-        "eagle3lint.fetch.engine_finder", "eagle3lint.fetch.engine_scope", "eagle3lint.fetch.file_scope",
-    )),
-    ("report", ("eagle3lint.report",)),
-    ("settings", (
-        "eagle3lint.settings", "eagle3lint.settings.config", "eagle3lint.run.settings_load",
-        "eagle3lint.settings.view", "eagle3lint.settings.baseline", "eagle3lint.settings.path_patterns",
-    )),
-    ("run", (
-        "eagle3lint.run", "eagle3lint.run.cache", "eagle3lint.run.cache_prune", "eagle3lint.run.runner",
-        "eagle3lint.run.history", "eagle3lint.run.fix_session", "eagle3lint.run.fix_tally",
-        "eagle3lint.run.fix_recheck", "eagle3lint.run.verify_run", "eagle3lint.run.preflight",
-        "eagle3lint.run.verify_report",
-    )),
-    ("cli", (
-        "eagle3lint.commands", "eagle3lint.cli", "eagle3lint.__main__", "eagle3lint.commands.fix",
-        "eagle3lint.commands.verify", "eagle3lint.commands.engine_run",
-    )),
+    ("common", ("", "common")),  # "": the package itself (``__version__``)
+    ("source", ("source",)),
+    ("model", ("model",)),
+    ("checks", ("checks",)),
+    ("fix", ("fix",)),
+    ("verify", ("verify",)),
+    ("enginerun", ("enginerun",)),
+    ("engines", ("engines",)),
+    ("fetch", ("fetch",)),
+    ("report", ("report",)),
+    ("settings", ("settings",)),
+    ("run", ("run",)),
+    ("cli", ("commands", "cli", "__main__")),
 ]
+# The flat layout before issue 28 (52 loose modules), staged the same way, so that the figures
+# can be read on an older tree too (``--root`` of a checkout of it). Names are relative to the
+# package: a tree-wide rename of the modules leaves them be.
+FLAT_LAYOUT: dict[str, tuple[str, ...]] = {
+    "common": (
+        "errors", "findings", "locations", "outcomes", "lines", "escape", "safe_io", "rule_codes",
+        "interrupts",
+    ),
+    "source": (
+        "ast_names", "ast_strings", "capture_facts", "suppressions", "summary", "sources",
+        "snippets", "parallel", "index", "plugins", "rulepack", "engine",
+    ),
+    "model": (
+        "contract", "launch_checks", "launch_options", "registrations", "capture", "inference",
+        "hf_types", "models", "result", "ports", "adapter",
+    ),
+    "checks": ("verdicts",),
+    "fetch": (
+        "pip_index", "remote_zip", "release_query", "releases", "libraries", "engine_finder",
+        "engine_scope", "file_scope",
+    ),
+    "settings": ("config", "settings_view", "baseline", "path_patterns"),
+    "run": (
+        "cache", "cache_prune", "runner", "history", "settings_load", "fix.session", "fix.tally",
+        "fix.recheck", "verify.run", "verify.preflight", "verify.report",
+    ),
+    "cli": ("fix.cli", "verify.cli", "enginerun.cli"),
+}
 
 MODULE, FUNCTION, TYPES = "module", "function", "type"
 
@@ -164,11 +161,15 @@ def import_graph(root: Path) -> tuple[dict[str, dict[str, set[str]]], dict[str, 
 
 
 def stage_of(module: str) -> int:
+    """The stage's place in ``STAGES`` (bottom first), -1 for a module in none."""
+    order = [name for name, _ in STAGES]
+    prefixes = [(name, p) for name, ps in STAGES for p in ps]
+    prefixes += [(name, p) for name, ps in FLAT_LAYOUT.items() for p in ps]
     best, best_len = -1, -1
-    for level, (_name, prefixes) in enumerate(STAGES):
-        for prefix in prefixes:
-            if (module == prefix or module.startswith(prefix + ".")) and len(prefix) > best_len:
-                best, best_len = level, len(prefix)
+    for name, prefix in prefixes:
+        full = f"{PACKAGE}.{prefix}" if prefix else PACKAGE
+        if (module == full or module.startswith(full + ".")) and len(full) > best_len:
+            best, best_len = order.index(name), len(full)
     return best
 
 

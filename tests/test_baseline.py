@@ -123,14 +123,14 @@ def test_an_old_baseline_without_a_tree_applies_to_the_working_directorys_tree_o
 
 
 def test_a_release_baseline_names_the_release(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from eagle3lint.fetch import releases
+    from eagle3lint.common import cache_dir
     from eagle3lint.fetch.engine_finder import discover_engine
     from eagle3lint.settings.baseline import baseline_skipped, tree_record
 
     tree = tmp_path / "t"
     shutil.copytree(FIXTURES / "sglang_basic", tree)
     engine = discover_engine([tree / "sglang"])
-    monkeypatch.setattr(releases, "is_cached_release", lambda root: True)
+    monkeypatch.setattr(cache_dir, "is_cached_release", lambda root: True)
     record = tree_record(engine, tmp_path)
     assert record == {"engine": "sglang", "version": engine.version, "release": f"sglang=={engine.version}"}
     base = tmp_path / "base.json"
@@ -138,7 +138,7 @@ def test_a_release_baseline_names_the_release(tmp_path: Path, monkeypatch: pytes
     assert baseline_skipped(base, engine) is None
     base.write_text(json.dumps({"version": 1, "trees": [{**record, "version": "0.0.1"}], "findings": []}))
     assert "written for sglang 0.0.1 (release)" in (baseline_skipped(base, engine) or "")
-    monkeypatch.setattr(releases, "is_cached_release", lambda root: False)
+    monkeypatch.setattr(cache_dir, "is_cached_release", lambda root: False)
     assert baseline_skipped(base, engine) is not None  # a checkout is not the release
 
 

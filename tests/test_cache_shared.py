@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from eagle3lint.source.summary_types import ModuleSummary
 
 from eagle3lint.common.findings import FileError
 from eagle3lint.fetch.engine_finder import discover_engine
 from eagle3lint.run.cache import Cache
 from eagle3lint.source.sources import ParseRequest, parse_module
+from eagle3lint.source.summary_types import ModuleSummary
 from tests.helpers import FIXTURES, run_json
 
 MODELS = "sglang/srt/models"

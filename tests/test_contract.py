@@ -7,10 +7,10 @@ import shutil
 from pathlib import Path
 
 import pytest
-from eagle3lint.model.contract_types import ContractSite
 
 from eagle3lint.fetch.engine_finder import discover_engine
 from eagle3lint.model.contract import contract_needles, extract_contract
+from eagle3lint.model.contract_types import ContractSite
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, run_cli, run_json
 
 GUARDS = '''

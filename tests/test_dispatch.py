@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eagle3lint.source.summary_types import Construction, ModuleSummary
-from eagle3lint.source.summary_walk import final_constructions
 
 from eagle3lint.source.summary import summarize
+from eagle3lint.source.summary_types import Construction, ModuleSummary
+from eagle3lint.source.summary_walk import final_constructions
 from tests.helpers import FIXTURES, run_json
 
 TREE = FIXTURES / "sglang_dispatch"

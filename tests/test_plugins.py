@@ -302,7 +302,6 @@ def test_fix_apply_with_a_release_writes_the_plugin_and_never_the_cached_release
     import subprocess
 
     from eagle3lint.common.cache_dir import _COMPLETE
-
     from tests import forked_cli
 
     cache = tmp_path / "cache"

@@ -10,12 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from eagle3lint.source.summary_types import ModuleSummary
-from eagle3lint.source.summary_walk import dotted
 
 from eagle3lint.fetch.engine_finder import discover_engine
 from eagle3lint.run.runner import build_index
 from eagle3lint.source.index import LOOKUP_BUDGET, ClassRef, ProjectIndex, Unknown
+from eagle3lint.source.summary_types import ModuleSummary
+from eagle3lint.source.summary_walk import dotted
 from tests.helpers import FIXTURES, SGLANG_SKELETON, make_tree, release_root
 from tests.robust_helpers import assert_clean_exit, run_bounded
 

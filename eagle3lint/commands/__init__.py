@@ -1,4 +1,5 @@
-"""The sub-commands ``eagle3lint.cli`` loads lazily: ``fix``, ``verify``/``preflight``, ``engine-run``.
+"""The sub-commands ``eagle3lint.cli`` loads when named: ``fix``, ``verify`` and ``preflight``,
+``engine-run``.
 
-Takes parsed options; drives ``run`` and writes ``report`` output.
+Takes the command line's options; drives ``run`` and writes what it found.
 """

@@ -28,10 +28,10 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from eagle3lint.common.cache_dir import _COMPLETE, cache_root, is_cached_release
 from eagle3lint.common.errors import ReleaseFetchError, UsageError
 from eagle3lint.common.safe_io import write_atomic
 from eagle3lint.source.plugins import normalize_name
-from eagle3lint.user_cache import cache_root
 
 if TYPE_CHECKING:
     # The network half (pip, HTTP, TLS) loads when something is fetched: a run that finds its
@@ -40,7 +40,6 @@ if TYPE_CHECKING:
 
 __all__ = ["cache_root", "fetch_library", "fetch_package", "fetch_release", "read_wheel_files"]
 
-_COMPLETE = ".eagle3lint-complete"
 # Every file unpacked, with its size: a cached entry whose files no longer match (a folder
 # deleted, a file truncated) is fetched again rather than analysed as it is.
 _MANIFEST = ".eagle3lint-manifest"
@@ -437,15 +436,6 @@ def _try_download_lock(folder: Path, entry: str) -> Iterator[bool]:
         yield True
     finally:
         os.close(fd)
-
-
-def is_cached_release(root: Path) -> bool:
-    """Whether the package folder ``root`` is a release unpacked in this cache."""
-    folder = root.parent
-    try:
-        return folder.parent.resolve() == (cache_root() / "releases").resolve() and (folder / _COMPLETE).is_file()
-    except OSError:
-        return False
 
 
 def cached_release_metadata(root: Path) -> Path | None:

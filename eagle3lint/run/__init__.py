@@ -1,4 +1,7 @@
-"""Driving a run: the check runner with its result cache, history across releases, the fix session (plan, apply, recheck, tally), the verify and pre-flight runs.
+"""Driving a run: the settings with this build's vocabulary, the check runner with its result
+cache (and its pruning), history across releases, the fix session (plan, apply, recheck,
+tally), the verify and pre-flight runs and their report.
 
-Takes settings, engines and the stages below; gives results for the reports and commands.
+Takes settings, engines (through the registry) and every stage below; gives results to the
+reports and the commands.
 """

@@ -190,7 +190,7 @@ def _code_digest() -> str:
 
 
 def _secret_path() -> Path:
-    from eagle3lint.user_cache import cache_root
+    from eagle3lint.common.cache_dir import cache_root
 
     return cache_root() / SECRET_NAME
 
@@ -229,7 +229,7 @@ def secret_exposed(checked: list[tuple[Path, str]]) -> str | None:
     (CI jobs often point ``XDG_CACHE_HOME`` into the checkout): a repository can then ship the
     secret with entries made for it, and a forged entry would pass a broken model. ``checked``:
     each tree, with the words that name it. None when the secret is the user's own."""
-    from eagle3lint.user_cache import cache_root
+    from eagle3lint.common.cache_dir import cache_root
 
     user = cache_root()
     places = {os.path.realpath(user), os.path.realpath(user / SECRET_NAME)}

@@ -1,4 +1,6 @@
-"""The settings: ``pyproject.toml``/``eagle3lint.toml`` read and validated (config), loaded with this build's vocabulary, shown (view), baselines, path patterns.
+"""The settings: ``[tool.eagle3lint]`` read and validated against a vocabulary the caller gives
+(config), shown (view), baselines, the globs of ``exclude`` and ``per-file-ignores``.
 
-Takes files and the registry's vocabulary; gives ``Settings`` and the baseline filter.
+Takes files and a vocabulary; gives ``Settings``, baselines and path matching. This build's
+vocabulary is bound in ``run.settings_load``.
 """

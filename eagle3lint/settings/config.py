@@ -117,7 +117,7 @@ class Settings:
             return self.cache_dir
         if self.path:
             return self.path.parent / CACHE_DIR_NAME
-        from eagle3lint.user_cache import cache_root
+        from eagle3lint.common.cache_dir import cache_root
 
         return cache_root() / USER_CACHE_NAME
 

@@ -1,4 +1,7 @@
-"""Reading the engine's source: the engine tree (its version, rule pack, plugins), each file parsed once into a summary (the summary walk, capture facts, suppressions), and the project index that links them.
+"""Reading the engine's source: the engine tree (``Engine``: root, version, rule pack, plugins),
+each file parsed once into a summary (the summary walk, its data, capture facts, suppression
+comments), parsed in parallel, and the project index that links the summaries.
 
-Takes a folder of Python source; gives ``Engine``, ``ModuleSummary`` and ``ProjectIndex``. Builds on ``common`` only.
+Takes a folder of Python source; gives ``Engine``, ``ModuleSummary`` and ``ProjectIndex``.
+Builds on ``common`` only.
 """
