@@ -201,7 +201,7 @@ def _levels(config: dict[str, Any]) -> list[dict[str, Any]]:
 READ_WITHOUT_DEFAULT: dict[str, dict[str, Any]] = {"kimi_k25": {"vt_hidden_size": 128}}
 
 
-def _cpu_fit(config: dict[str, Any]) -> list[str]:
+def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int]) -> list[str]:
     """What a launch needs of a built config, whatever the class: MLA's rotary embedding on CPU is
     the DeepSeek-YaRN one (the CPU MLA path reads its scaling factors); a nested language-model
     config names its architecture, as a checkpoint's does (DeepSeek's start-up reads
@@ -222,6 +222,20 @@ def _cpu_fit(config: dict[str, Any]) -> list[str]:
                 level[key] = value
                 notes.append(f"{key}: {value!r} (read without a default; checkpoints carry it)")
     for level in _levels(config):
+        heads = level.get("num_attention_heads")
+        if "head_dim" in level and level["head_dim"] is None and isinstance(heads, int) and heads and isinstance(level.get("hidden_size"), int):
+            # A class default of None (Mistral's, MiniMax-M2's): SGLang's getattr(config, "head_dim",
+            # hidden // heads) takes the None; checkpoints carry the size.
+            level["head_dim"] = level["hidden_size"] // heads
+            notes.append(f"head_dim: {level['head_dim']} (hidden_size / num_attention_heads; the class default is None)")
+        if isinstance(level.get("qk_rope_head_dim"), int) or "kv_lora_rank" in level:
+            for key, size in mla_sizes.items():
+                # MLA sizes a class default leaves None (MiniCPM3's, Mistral-Large-3's): SGLang adds
+                # them up (kv_lora_rank + qk_rope_head_dim); checkpoints carry them. A None
+                # q_lora_rank means no query LoRA and stays.
+                if key != "q_lora_rank" and key in level and level[key] is None:
+                    level[key] = size
+                    notes.append(f"{key}: {size} (an MLA size the class default leaves None)")
         if isinstance(level.get("hidden_activation"), str) and level.get("hidden_act") != level["hidden_activation"]:
             # Gemma's config class keeps a legacy hidden_act beside the activation it uses; SGLang
             # wants both to name it (a checkpoint's config does).
@@ -272,7 +286,7 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
             # What the engine read and the class default lacks: at every level that has sizes.
             for level in _levels(config):
                 level.setdefault(key, value)
-        changes = list(shrunk.changes) + _cpu_fit(config)
+        changes = list(shrunk.changes) + _cpu_fit(config, shrink.MLA_SIZES)
         hidden, vocab = shrunk.hidden, shrunk.vocab
         text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
         hidden = text.get("hidden_size") or hidden
