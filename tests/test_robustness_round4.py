@@ -593,3 +593,20 @@ def test_r4_14_a_builtin_python_refuses_on_the_drafters_values_is_a_crash(tmp_pa
     assert (code, report["outcome"]) == (1, "crash"), report["reason"]
     (item,) = [i for i in report["items"] if i["check"] == "draft-class"]
     assert "TypeError: `range(config.num_hidden_layers)`" in item["message"], item["message"]
+
+
+def test_r4_19_the_history_table_writes_architecture_names_as_literal_text() -> None:
+    import io
+
+    from eagle3lint.model.history_result import Cell, History
+    from eagle3lint.report.history import write_markdown
+
+    hostile = "Evil2*bold*[click me](https://example.invalid/x)`code`_u_"
+    history = History("vllm", ["vllm==0.1.0"], ["0.1.0"], releases=["0.1.0"])
+    history.add("0.1.0", "LlamaForCausalLM", None, ["LlamaForCausalLM", hostile], Cell("supported", "works", ()))
+    history.finish()
+    out = io.StringIO()
+    write_markdown(history, out)
+    (row,) = [line for line in out.getvalue().splitlines() if line.startswith("| `LlamaForCausalLM`")]
+    assert r"Evil2\*bold\*\[click me\]\(https://example.invalid/x\)\`code\`\_u\_" in row, row
+    assert "[click me](" not in row and "*bold*" not in row

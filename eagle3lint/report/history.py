@@ -19,6 +19,7 @@ from eagle3lint.report.matrix import (
     STATUS_WORDS,
     cut,
     markdown_cell,
+    markdown_text,
     table_width,
     wrap_line,
 )
@@ -228,7 +229,7 @@ def write_markdown(history: History, out: TextIO) -> None:
         broken = m.last_broken(history.releases)
         cells = [
             f"`{markdown_cell(m.name)}`{markdown_cell(variant)}",
-            markdown_cell(", ".join(m.architectures)),
+            markdown_text(", ".join(m.architectures)),  # names from analysed files: literal text
             *([markdown_cell(platform)] if variants_head else []),
             *(markdown_cell(words(m.cells.get(g[0]))) for g in columns),
             markdown_cell(first_ok_text(history, m) or ""),
