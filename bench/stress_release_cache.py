@@ -37,7 +37,6 @@ def _env(cache: Path) -> dict[str, str]:
 
 def evict(rounds: int) -> int:
     from eagle3lint.common.cache_dir import cache_root
-
     from eagle3lint.fetch.releases import fetch_release
 
     fetch_release(HELD)

@@ -304,7 +304,6 @@ def test_a_class_moved_into_platform_packages_stays_one_row(monkeypatch: pytest.
     import json
 
     from eagle3lint.model.history_result import History
-
     from eagle3lint.report.history import footer, shown_models, write_json, write_table
 
     history = _vllm_move_history()
@@ -332,7 +331,6 @@ def test_a_class_moved_into_platform_packages_stays_one_row(monkeypatch: pytest.
 
 def test_first_ok_says_at_most_where_earlier_releases_were_not_read() -> None:
     from eagle3lint.model.history_result import History
-
     from eagle3lint.report.history import first_ok_text
 
     history = _vllm_move_history()

@@ -6,9 +6,8 @@ from __future__ import annotations
 import textwrap
 from pathlib import Path
 
-from eagle3lint.model.contract_types import ContractSite
-
 from eagle3lint.engines.sglang.startup import reach_steps, start_up_order
+from eagle3lint.model.contract_types import ContractSite
 
 PACK = ["set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_and_head", "get_embed_and_head_for_draft"]
 
