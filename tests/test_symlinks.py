@@ -122,11 +122,11 @@ def test_a_path_through_a_looping_folder_and_a_looping_engine_root(tree: Path, t
 @pytest.mark.release
 def test_kimi_k25_linked_back_into_sglang_0_5_9_is_checked_and_fixed(tmp_path: Path) -> None:
     """The reported case: ``kimi_k25.py`` moved out of a copy of SGLang 0.5.9 and linked back."""
-    from tests.helpers import release_root
+    from tests.helpers import release_root, summary_of
 
     tree = tmp_path / "sglang-0.5.9"
     shutil.copytree(release_root("sglang==0.5.9").parent, tree)
-    whole = run_cli("check", tree / MODELS, "--no-cache").stdout.splitlines()[-1]
+    whole = summary_of(run_cli("check", tree / MODELS, "--no-cache").stdout)
     checked = re.search(r"\((\d+) model classes checked\)", whole)
     assert checked is not None, whole
     target = _link_out(tree, f"{MODELS}/kimi_k25.py", tmp_path / "outside")
