@@ -223,12 +223,21 @@ def _unused(folder: Path, entry: str) -> Iterator[bool]:
     if str(path) in _HELD:
         yield True
         return
+    # A lock that cannot be made (no flock, a read-only cache): no reader can be told apart.
+    with _exclusive_if_free(path, unopenable=True) as free:
+        yield free
+
+
+@contextlib.contextmanager
+def _exclusive_if_free(path: Path, unopenable: bool) -> Iterator[bool]:
+    """An exclusive lock on ``path`` if no one holds it (True), held while the body runs;
+    ``unopenable`` where the lock file cannot be opened or locks are not supported."""
     try:
         import fcntl
 
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
     except (ImportError, OSError):
-        yield True
+        yield unopenable
         return
     try:
         try:
@@ -420,22 +429,8 @@ def _remove_stale_staging(folder: Path, holding: str) -> None:
 @contextlib.contextmanager
 def _try_download_lock(folder: Path, entry: str) -> Iterator[bool]:
     """The download lock of ``entry`` if no one holds it (True), held while the body runs."""
-    try:
-        import fcntl
-
-        fd = os.open(folder / f".{entry}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
-    except (ImportError, OSError):
-        yield False
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)
+    with _exclusive_if_free(folder / f".{entry}.lock", unopenable=False) as free:
+        yield free
 
 
 def cached_release_metadata(root: Path) -> Path | None:
