@@ -200,9 +200,8 @@ def write_human(report: VerifyReport, out: TextIO) -> None:
     engine = report.engine
     head = f"{engine['name']} {engine['version']} ({engine['root']})" if engine else "engine tree not found"
     emit(f"eagle3lint verify: {head}")
-    for label, config in (("target", pre.target), ("drafter", pre.drafter)):
-        if config is not None:
-            emit(f"  {label}: {config.path} ({config.architecture or 'no architectures'})")
+    for line in _checkpoint_lines(pre.target, pre.drafter):
+        emit(line)
     emit()
     emit(f"Pre-flight (outcome: {pre.outcome})")
     for item in pre.items:
@@ -371,9 +370,8 @@ def write_preflight_human(report: PreflightReport, out: TextIO, explain: bool = 
     engine = report.engine
     head = f"{engine['name']} {engine['version']} ({engine['root']})" if engine else "no engine tree read"
     emit(f"eagle3lint preflight: {head}")
-    for label, config in (("target", pre.target), ("drafter", pre.drafter)):
-        if config is not None:
-            emit(f"  {label}: {config.path} ({config.architecture or 'no architectures'})")
+    for line in _checkpoint_lines(pre.target, pre.drafter):
+        emit(line)
     launch = pre.launch
     if launch:
         given = [f"--tp {launch.get('tp')}", f"--pp {launch.get('pp')}", *(launch.get("engine_args") or [])]
@@ -405,3 +403,12 @@ def write_preflight_human(report: PreflightReport, out: TextIO, explain: bool = 
                     emit(f"      the drafter was trained on {row['trained_on']} ({row.get('trained_because') or 'its config'})")
                 else:
                     emit("      the drafter's config does not record what it was trained on")
+
+
+def _checkpoint_lines(target: Any, drafter: Any) -> list[str]:
+    """The two checkpoints a report opens with: each folder and the class its config names."""
+    return [
+        f"  {label}: {config.path} ({config.architecture or 'no architectures'})"
+        for label, config in (("target", target), ("drafter", drafter))
+        if config is not None
+    ]
