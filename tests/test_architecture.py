@@ -7,8 +7,10 @@ Imports are read from the source (every ``import``, function-level ones and thos
 
 from __future__ import annotations
 
-import ast
+import importlib.util
+import sys
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -51,39 +53,24 @@ ABOVE_BASE = ("eagle3lint.checks", "eagle3lint.fix", "eagle3lint.verify")
 SETTINGS = "eagle3lint.settings.config"
 
 
-def _modules() -> dict[str, Path]:
-    out = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts = parts[:-1]
-        out[".".join(parts)] = path
-    return out
+def _load_layout_graph() -> ModuleType:
+    # The benchmark's reader is the one import reader: the layout figures and these rules must
+    # agree on what an import is.
+    spec = importlib.util.spec_from_file_location("layout_graph", PACKAGE.parent / "bench" / "layout_graph.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("layout_graph", module)
+    spec.loader.exec_module(module)
+    return module
+
+
+LAYOUT = _load_layout_graph()
 
 
 def import_graph() -> dict[str, set[str]]:
-    modules = _modules()
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        edges: set[str] = set()
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
-                edges.update(a.name for a in node.names if a.name.startswith("eagle3lint"))
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[: len(package.split(".")) - (node.level - 1)]
-                    target = ".".join([*base, *([node.module] if node.module else [])])
-                else:
-                    target = node.module or ""
-                if not target.startswith("eagle3lint"):
-                    continue
-                for alias in node.names:
-                    candidate = f"{target}.{alias.name}"
-                    edges.add(candidate if candidate in modules else target)
-        graph[name] = {e for e in edges if e in modules and e != name}
-    return graph
+    """module -> the modules it imports, whatever kind of import (a type named is a dependency too)."""
+    graph, _sizes = LAYOUT.import_graph(PACKAGE)
+    return {module: set(targets) for module, targets in graph.items()}
 
 
 def _is(module: str, prefix: str) -> bool:
@@ -182,52 +169,38 @@ def test_the_settings_depend_on_the_lower_half_only() -> None:
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """Strongly connected components with more than one module (Tarjan, iterative)."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    on_stack: set[str] = set()
-    stack: list[str] = []
-    found: list[list[str]] = []
-    counter = 0
-    for root in sorted(graph):
-        if root in index:
-            continue
-        work = [(root, iter(sorted(graph[root])))]
-        index[root] = low[root] = counter
-        counter += 1
-        stack.append(root)
-        on_stack.add(root)
-        while work:
-            node, children = work[-1]
-            child = next(children, None)
-            if child is not None:
-                if child not in index:
-                    index[child] = low[child] = counter
-                    counter += 1
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(graph.get(child, ())))))
-                elif child in on_stack:
-                    low[node] = min(low[node], index[child])
-                continue
-            work.pop()
-            if work:
-                low[work[-1][0]] = min(low[work[-1][0]], low[node])
-            if low[node] == index[node]:
-                component = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    component.append(member)
-                    if member == node:
-                        break
-                if len(component) > 1:
-                    found.append(sorted(component))
-    return found
+    """Strongly connected components with more than one module."""
+    return [c for c in LAYOUT.components(graph) if len(c) > 1]
 
 
 def test_no_import_cycles() -> None:
     assert _cycles(GRAPH) == []
+
+
+def test_no_module_imports_a_higher_stage() -> None:
+    graph, _sizes = LAYOUT.import_graph(PACKAGE)
+    offenders = sorted(
+        f"{module} -> {target}"
+        for module, targets in graph.items()
+        for target in targets
+        if LAYOUT.stage_of(module) >= 0 and LAYOUT.stage_of(target) > LAYOUT.stage_of(module)
+    )
+    unstaged = sorted(m for m in graph if LAYOUT.stage_of(m) < 0)
+    assert not unstaged, "every module belongs to a stage (bench/layout_graph.py STAGES): " + ", ".join(unstaged)
+    assert not offenders, "data flows one way, stage by stage:\n" + "\n".join(offenders)
+
+
+def test_the_stage_reader_sees_an_import_that_goes_back_up(tmp_path: Path) -> None:
+    package = tmp_path / "eagle3lint"
+    (package / "common").mkdir(parents=True)
+    (package / "run").mkdir()
+    for init in (package / "__init__.py", package / "common" / "__init__.py", package / "run" / "__init__.py"):
+        init.write_text("", encoding="utf-8")
+    (package / "run" / "driver.py").write_text("X = 1\n", encoding="utf-8")
+    (package / "common" / "low.py").write_text("def f():\n    from eagle3lint.run.driver import X\n    return X\n", encoding="utf-8")
+    graph, _sizes = LAYOUT.import_graph(package)
+    assert "eagle3lint.run.driver" in graph["eagle3lint.common.low"]
+    assert LAYOUT.stage_of("eagle3lint.run.driver") > LAYOUT.stage_of("eagle3lint.common.low")
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:
