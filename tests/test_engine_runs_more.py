@@ -1,7 +1,8 @@
 """The real engine confirms the verdicts, second half (a module of its own so that the two halves
 run on two workers): a multimodal class, a parallel-residual MoE block, and a model folder whose
 own config decides the outcome (a shallow target whose default ids collide), judged by the pair
-pre-flight on the very drafter the engine loads."""
+pre-flight on the very drafter the engine loads; and a class the Transformers modeling backend
+serves."""
 
 from __future__ import annotations
 
@@ -45,6 +46,28 @@ def test_engine_outcome_is_the_prediction(engine: tuple[EngineEnv, dict[str, Pre
         f"models predicted {result.prediction.outcome} ({result.prediction.reason})"
     )
     if result.outcome.outcome == "works":
+        assert result.outcome.matched, result.outcome.cause
+
+
+def test_a_class_the_transformers_backend_serves(engine: tuple[EngineEnv, dict[str, Prediction]], tmp_path: Path) -> None:
+    """Arcee has no vLLM model of its own in the installed release: the registry sends it to the
+    Transformers modeling backend, whose setter registers transformers' recorder per layer and
+    whose forward returns what it recorded. The engine's outcome is the prediction for that
+    backend class."""
+    env, found = engine
+    architecture = "ArceeForCausalLM"
+    prediction = found.get(architecture)
+    assert prediction is not None and prediction.qualname.startswith("Transformers"), (
+        f"{architecture} is not served by the Transformers backend in this tree: {prediction}"
+    )
+    result = run(env, found, architecture, tmp_path)
+    assert result.outcome.outcome == prediction.outcome, (
+        f"{architecture}: the engine says {result.outcome.outcome} ({result.outcome.cause}); "
+        f"models predicted {prediction.outcome} for {prediction.qualname} ({prediction.reason})"
+    )
+    if result.outcome.outcome == "works":
+        # The recorded states are the streams entering the requested layers, as the native
+        # models' are.
         assert result.outcome.matched, result.outcome.cause
 
 

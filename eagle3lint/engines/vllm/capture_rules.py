@@ -16,7 +16,7 @@ from eagle3lint.checks.context import CheckContext
 from eagle3lint.common.findings import Finding, Related
 from eagle3lint.common.outcomes import CRASH, SILENT, STAGE_FORWARD, Effect
 from eagle3lint.engines.vllm.context import VllmCheckContext
-from eagle3lint.engines.vllm.holders import RESOLVED
+from eagle3lint.engines.vllm.holders import RECORDED, RESOLVED
 from eagle3lint.engines.vllm.rules import VllmRule
 from eagle3lint.model.capture import CaptureAnalysis, Method
 from eagle3lint.model.models import TARGET, ModelClass
@@ -32,6 +32,10 @@ def _holder_classes(ctx: VllmCheckContext, model: ModelClass) -> list[ClassRef]:
     if model.kind != TARGET or not ctx.claims_support(model.ref):
         return []
     holder = ctx.holder(model.ref)
+    if holder.kind == RECORDED:
+        # A library records the layers inside its own model: there is no decoder loop in the
+        # engine to number the layers or to pack them for the next rank.
+        return []
     return list(holder.classes) if holder.status == RESOLVED else []
 
 

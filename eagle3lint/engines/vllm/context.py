@@ -15,10 +15,11 @@ from eagle3lint.common.findings import Related
 from eagle3lint.common.outcomes import REFUSED, STAGE_RUNNER, Effect, Requirement
 from eagle3lint.engines.vllm.collect import CollectChecker, Verdict
 from eagle3lint.engines.vllm.drafter_check import ConfigCrash, DrafterCrash, DrafterLoadChecker
-from eagle3lint.engines.vllm.holders import RESOLVED, Holder, HolderFinder
+from eagle3lint.engines.vllm.holders import RECORDED, RESOLVED, Holder, HolderFinder
 from eagle3lint.engines.vllm.index import VllmIndex
 from eagle3lint.engines.vllm.model_types import Checkpoint, TypeJudgement
 from eagle3lint.engines.vllm.protocol import VllmContract, VllmProtocol
+from eagle3lint.engines.vllm.recorded import RecordedCollect
 from eagle3lint.engines.vllm.tristate import NO, UNKNOWN, YES
 from eagle3lint.model.models import TARGET, ModelClass
 from eagle3lint.source.index import ClassRef
@@ -39,6 +40,7 @@ class VllmCheckContext(CheckContext):
     all_models: list[ModelClass] = field(default_factory=list)
     _holders: HolderFinder | None = None
     _collect: CollectChecker | None = None
+    _recorded: RecordedCollect | None = None
     _declared: dict[ClassRef, Declaration] = field(default_factory=dict)
     _mixin_ref: ClassRef | None = None
     _notes: dict[tuple[ClassRef, str | None], str] = field(default_factory=dict)
@@ -259,6 +261,16 @@ class VllmCheckContext(CheckContext):
         holder = self.holder(model.ref)
         if holder.status != RESOLVED or not holder.classes:
             return False
+        if holder.kind == RECORDED and holder.recording is not None:
+            # The runner asks the decoder for the flag; here that is the model the recorders
+            # are registered in (``self.model``). One from outside the engine (the library's)
+            # cannot carry vLLM's flag.
+            recording_model = [
+                held for cls in holder.classes for held in self.index.attribute_classes(cls, holder.recording.store[0])
+            ]
+            if not recording_model or not all(isinstance(held, ClassRef) for held in recording_model):
+                return True
+            return any(self.pp_flag(held)[0] is not True for held in recording_model if isinstance(held, ClassRef))
         return any(self.pp_flag(cls)[0] is not True for cls in holder.classes)
 
     def engine_effects(self, model: ModelClass) -> list[Effect]:
@@ -329,7 +341,18 @@ class VllmCheckContext(CheckContext):
         return UNKNOWN if mro.unknown_bases else NO
 
     def collects(self, ref: ClassRef) -> Verdict:
+        """Whether ``ref``'s decoder loop collects the ids recorded on it (an attribute holder)."""
         return self.collect.collects(ref)
+
+    def holder_collects(self, holder: Holder, ref: ClassRef) -> Verdict:
+        """Whether ``ref``, one of ``holder``'s classes, hands the runner the aux hidden states:
+        its decoder loop collects (an attribute holder), or its ``forward`` returns what the
+        setter's recorder recorded (a recorded one)."""
+        if holder.kind == RECORDED and holder.recording is not None:
+            if self._recorded is None:
+                self._recorded = RecordedCollect(self.vindex)
+            return self._recorded.collects(ref, holder.recording)
+        return self.collects(ref)
 
 
 def checkpoints_phrase(checkpoints: list[Checkpoint]) -> str:

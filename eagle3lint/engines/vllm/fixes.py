@@ -18,7 +18,7 @@ from eagle3lint.engines.vllm.collect import NO as COLLECTS_NO
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
 from eagle3lint.engines.vllm.context import NO, YES, VllmCheckContext
 from eagle3lint.engines.vllm.fix_loop import NotCommonShape, find_decoder_loop, uses_name
-from eagle3lint.engines.vllm.holders import RESOLVED
+from eagle3lint.engines.vllm.holders import RECORDED, RESOLVED, Holder
 from eagle3lint.engines.vllm.protocol import VllmContract
 from eagle3lint.engines.vllm.remedy import protocol_remedy
 from eagle3lint.fix.bases import BaseProblem, base_edits
@@ -307,6 +307,8 @@ class HolderCollect(FixPattern):
         holder = context.holder(model.ref)
         if holder.status != RESOLVED or len(holder.classes) != 1:
             return None
+        if holder.kind == RECORDED:
+            return self._recorded(finding, env, holder)
         work = holder_work(env, context, template, holder.classes[0])
         if work is None:
             return None
@@ -314,6 +316,21 @@ class HolderCollect(FixPattern):
         if work.problem:
             return PlannedFix(finding, self.name, DISPLAY_ONLY, description, tuple(work.edits), work.problem)
         return PlannedFix(finding, self.name, template.applicability, description, tuple(work.edits), work.note)
+
+    def _recorded(self, finding: Finding, env: FixEnv, holder: Holder) -> PlannedFix | None:
+        """A library records the layers: there is no decoder loop to collect in, and the mixin
+        would change nothing; the forward must hand the recording on, by hand."""
+        recording = holder.recording
+        if recording is None:
+            return None
+        owner = env.index.lookup(holder.classes[0], "forward").owner or holder.classes[0]
+        switch = recording.switches[0]
+        description = (
+            f"in `{owner.qualname}.forward`, pass `**self.{switch}` to the model that records "
+            f"(`self.{recording.store[0]}`) and return `hidden_states, aux_hidden_states` when `self.{switch}` is set"
+        )
+        note = f"the layers are recorded by {recording.describe()}, not by a decoder loop: write it by hand"
+        return PlannedFix(finding, self.name, DISPLAY_ONLY, description, (), note)
 
     @staticmethod
     def _collect_edits(env: FixEnv, template: TemplateSet, ref: ClassRef, collect: str) -> tuple[list[Edit], str]:
@@ -423,7 +440,8 @@ class DeclareDelegate(FixPattern):
         collect_template = env.template(HolderCollect.name)
         work = (
             holder_work(env, context, collect_template, holder.classes[0])
-            if holder is not None and holder.status == RESOLVED and len(holder.classes) == 1 and collect_template is not None
+            if holder is not None and holder.status == RESOLVED and holder.kind != RECORDED and len(holder.classes) == 1
+            and collect_template is not None
             else None
         )
         if work is None or work.problem or not work.edits:

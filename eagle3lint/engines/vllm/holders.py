@@ -8,6 +8,12 @@ whose walk (``get_language_model()`` / ``language_model``, then ``.model``) is r
 tree by :mod:`eagle3lint.engines.vllm.protocol`. Attribute classes come from the last assignment in
 ``__init__`` along the MRO, registry factories included (:class:`~eagle3lint.engines.vllm.index.VllmIndex`).
 Whatever cannot be followed is ``unknown``, with the reason: never an error.
+
+A holder is of one of two kinds. ``attribute``: the setter records the ids on the holder
+(``aux_hidden_state_layers``, or the mixin's setter) and the holder's decoder loop collects them.
+``recorded``: the setter registers a library's recorder per layer and the class's own
+``forward`` returns what it recorded (the Transformers modeling backend; :mod:`.recorded`).
+Every rule that reads a holder asks its kind.
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from dataclasses import dataclass, field
 
 from eagle3lint.engines.vllm.index import RUNTIME_CHOICE, VllmIndex
 from eagle3lint.engines.vllm.protocol import HolderWalk, VllmProtocol
+from eagle3lint.engines.vllm.recorded import Recording, read_recording
 from eagle3lint.model.models import TARGET, classify, inner_models
 from eagle3lint.source.index import ClassRef, MemberLookup, Resolved, Unknown
 from eagle3lint.source.summary_types import FunctionSummary
@@ -26,6 +33,11 @@ UNKNOWN = "unknown"
 NO_INNER = "no-inner"  # the default walk requires ``.model`` and the object it reached has none
 # The setter is missing or only a stub: the presence rules (E3L001/E3L003/E3L004) report it.
 NO_SETTER = "no-setter"
+
+# Holder kinds: the ids recorded on an object whose decoder loop collects them, or a recorder
+# the setter registers and whose states the class's forward returns.
+ATTRIBUTE = "attribute"
+RECORDED = "recorded"
 
 
 @dataclass
@@ -37,12 +49,17 @@ class Holder:
     reason: str = ""
     asserted_mixin: str | None = None  # the default walk asserts the holder inherits this
     reached: ClassRef | None = None  # for NO_INNER: the object that lacks ``.model``
+    kind: str = ATTRIBUTE  # ATTRIBUTE | RECORDED
+    recording: Recording | None = None  # for RECORDED: what the setter registers
 
 
 @dataclass(frozen=True)
 class _Action:
-    kind: str  # "write" (capture attribute) | "delegate" (the setter) | "mixin" (mixin setter)
+    # "write" (capture attribute) | "delegate" (the setter) | "mixin" (mixin setter) | "record"
+    # (a recorder registered per layer)
+    kind: str
     path: tuple[str, ...]  # attribute steps from self; "name()" for a method call
+    recording: Recording | None = None
 
 
 class HolderFinder:
@@ -215,6 +232,8 @@ class HolderFinder:
         action = self._override_action(owner, lookup.function)
         if action is None:
             return Holder(UNKNOWN, via=via, reason=f"{owner.qualname}.{self.vpack.setter} does something eagle3lint cannot follow")
+        if action.kind == "record" and action.recording is not None:
+            return self._recorded(ref, action.recording, via)
         current: list[Resolved] = [ref]
         path = "self"
         for step in action.path:
@@ -244,7 +263,10 @@ class HolderFinder:
             if inner.status != RESOLVED:
                 return inner
             inner_path = inner.path[len("self") :] if inner.path.startswith("self") else "." + inner.path
-            return Holder(RESOLVED, inner.classes, path + inner_path, via, asserted_mixin=inner.asserted_mixin)
+            return Holder(
+                RESOLVED, inner.classes, path + inner_path, via, asserted_mixin=inner.asserted_mixin,
+                kind=inner.kind, recording=inner.recording,
+            )
         mixin = self.protocol.mixin.name if action.kind == "mixin" and self.protocol and self.protocol.mixin else None
         return Holder(RESOLVED, classes, path, via, asserted_mixin=mixin)
 
@@ -268,7 +290,45 @@ class HolderFinder:
                     return _Action("delegate", path[:-1])
                 if path and mixin_setter and path[-1] == mixin_setter:
                     return _Action("mixin", path[:-1])
+        function = next((n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))), None)
+        recording = read_recording(function, fn.lineno) if function is not None else None
+        if recording is not None:
+            return _Action("record", (), recording)
         return None
+
+    def _recorded(self, ref: ClassRef, recording: Recording, via: str) -> Holder:
+        """A recorder per layer: the class itself returns the states, so it is the holder,
+        provided the recorder is indexed the way this engine numbers its ids. A recorder
+        records its module's output; ids that name a layer's input (vLLM's: the residual
+        stream entering layer k) need the layer before it, ``layer - 1``."""
+        spec = self.index.engine.pack.capture
+        expected = -1 if spec is not None and spec.ids == "input" else 0
+        if recording.offset != expected:
+            return Holder(
+                UNKNOWN, via=via,
+                reason=f"the setter names each recorded layer by {recording.index_text()}, not the layer this engine's ids name",
+            )
+        for name, line in recording.calls:
+            why = self._may_raise(ref, name)
+            if why:
+                return Holder(UNKNOWN, via=via, reason=f"the setter calls `self.{name}(...)` (line {line}) before it records, {why}")
+        return Holder(RESOLVED, [ref], "self", via, kind=RECORDED, recording=recording)
+
+    def _may_raise(self, ref: ClassRef, name: str) -> str:
+        """Why ``self.<name>()`` may stop the setter ("" where its own body raises nothing):
+        vLLM 0.18's backend checks the installed transformers there and raises below 5.2,
+        while that release pins transformers below 5."""
+        lookup = self.index.lookup(ref, name)
+        fn, owner = lookup.function, lookup.owner
+        if lookup.status != "found" or fn is None or owner is None:
+            return "which eagle3lint cannot read"
+        module = self.index.module(owner.module)
+        tree = self.index.snippets.parse(module.path, fn.lineno, fn.end_lineno) if module is not None else None
+        if tree is None:
+            return "which eagle3lint cannot read"
+        if any(isinstance(node, ast.Raise) for node in ast.walk(tree)):
+            return f"and `{owner.qualname}.{name}` may raise"
+        return ""  # its own body raises nothing (what it calls in turn is not followed)
 
     def _snippet(self, owner: ClassRef, fn: FunctionSummary) -> ast.AST | None:
         """The override's own syntax tree (summaries keep no bodies; overrides are few)."""

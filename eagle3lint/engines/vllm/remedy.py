@@ -10,7 +10,7 @@ reaches really collects (:mod:`eagle3lint.engines.vllm.holders`, ``collect``).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from eagle3lint.engines.vllm.collect import YES as COLLECTS_YES
@@ -91,14 +91,12 @@ def protocol_remedy(
             lookup = ctx.index.lookup(inner, getter)
             if getter != setter and lookup.status == "found" and lookup.owner is not None and not ctx.holders.is_protocol_class(lookup.owner):
                 remedy.members.append(getter)
-        remedy.holder = Holder(
-            reached.status, reached.classes, _joined(delegate, reached.path), reached.via, reached.reason, reached.asserted_mixin, reached.reached
-        )
+        remedy.holder = replace(reached, path=_joined(delegate, reached.path))
         own = f"the {proto.name} default" if inherited else "its own"
         remedy.remaining = _holder_problem(ctx, remedy.holder, f"`self.{delegate}` (`{inner.qualname}`) has {own} `{setter}`, which reaches")
     if remedy.holder is not None and remedy.holder.status == RESOLVED:
         remedy.lacks_mixin = [c for c in remedy.holder.classes if remedy.holder.asserted_mixin and ctx.inherits_mixin(c) == NO]
-        remedy.not_collecting = [c for c in remedy.holder.classes if ctx.collects(c).value != COLLECTS_YES]
+        remedy.not_collecting = [c for c in remedy.holder.classes if ctx.holder_collects(remedy.holder, c).value != COLLECTS_YES]
     return remedy
 
 
@@ -112,7 +110,7 @@ def describe_remedy(ctx: VllmCheckContext, remedy: ProtocolRemedy) -> str:
     if remedy.holder is not None and remedy.delegate and remedy.inner and remedy.members:
         holder = remedy.holder
         if remedy.proven:
-            collects = ctx.collects(holder.classes[0]).where if holder.classes else ""
+            collects = ctx.holder_collects(holder, holder.classes[0]).where if holder.classes else ""
             text += (
                 f"; `self.{remedy.delegate}` (`{remedy.inner.qualname}`) has its own `{setter}`, which reaches "
                 f"`{holder.path}` ({_names([c.qualname for c in holder.classes])}), collecting in `{collects}`"
@@ -135,7 +133,7 @@ def _holder_problem(ctx: VllmCheckContext, holder: Holder, lead: str) -> str:
         where = f"{lead} `{holder.path}` (`{cls.qualname}`)"
         if holder.asserted_mixin and ctx.inherits_mixin(cls) != YES:
             return f"{where}, which does not inherit {holder.asserted_mixin}"
-        verdict = ctx.collects(cls)
+        verdict = ctx.holder_collects(holder, cls)
         if verdict.value != COLLECTS_YES:
             return f"{where}, whose `forward` does not collect aux hidden states" + (f" ({verdict.where})" if verdict.value != "no" and verdict.where else "")
     return ""

@@ -31,7 +31,7 @@ from eagle3lint.engines.vllm.context import (
     VllmCheckContext,
     refused_phrase,
 )
-from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RESOLVED
+from eagle3lint.engines.vllm.holders import NO_INNER, NO_SETTER, RECORDED, RESOLVED
 from eagle3lint.engines.vllm.load_rules import (
     DrafterLoadReadsConfig,
     DrafterLoadReadsTarget,
@@ -114,7 +114,7 @@ class HolderLacksMixin(VllmRule):
                     continue
                 # One cause: a decoder without the mixin does not collect either (E3L011 would
                 # say so again); the fix adds both.
-                either = " (and its `forward` never collects aux hidden states)" if ctx.collects(cls).value == COLLECTS_NO else ""
+                either = " (and its `forward` never collects aux hidden states)" if ctx.holder_collects(holder, cls).value == COLLECTS_NO else ""
                 picked = f"; `__init__` picks it by config among {_holder_names(holder)}" if len(holder.classes) > 1 else ""
                 yield self._finding(
                     ctx, model,
@@ -142,7 +142,11 @@ class ForwardNeverCollects(VllmRule):
     or, in trees without the protocol, implements the setter) whose holder's `forward` never
     collects them: it neither reads the recorded layer ids (`self.aux_hidden_state_layers`) nor
     calls the mixin's collector (`_maybe_add_hidden_state`), directly or through a helper method
-    or a sub-module it calls.
+    or a sub-module it calls. Where the setter instead registers a library's recorder per layer
+    (vLLM's Transformers modeling backend: `self.model._can_record_outputs[key] =
+    OutputRecorder(...)` and a switch per layer), the class's own `forward` must hand the switches
+    to the recording model and return the recorded states; one that neither does nor returns
+    `super().forward(...)` as it is never collects either.
 
     ## Why is this bad?
     With EAGLE-3 on, the runner unpacks the model output as `(hidden_states, aux_hidden_states)`.
@@ -178,20 +182,30 @@ class ForwardNeverCollects(VllmRule):
             if holder.status != RESOLVED:
                 continue
             for cls in holder.classes:
-                verdict = ctx.collects(cls)
+                verdict = ctx.holder_collects(holder, cls)
                 if verdict.value != COLLECTS_NO or _lacks_asserted_mixin(ctx, model, holder, cls):
                     continue
                 forward = ctx.index.lookup(cls, "forward")
                 owner = forward.owner or cls
                 owner_module = ctx.index.module(owner.module)
                 fn = forward.function
+                if holder.kind == RECORDED and holder.recording is not None:
+                    # The layers are recorded by the library; only the class's forward can hand
+                    # the runner what was recorded.
+                    recorded = (
+                        f"`{model.summary.name}` registers {holder.recording.describe()} for the EAGLE-3 layers "
+                        f"(via {holder.via}), but `{owner.qualname}.forward` never returns what it records: "
+                    )
+                else:
+                    recorded = (
+                        f"`{model.summary.name}` records the EAGLE-3 layers in `{holder.path}` (`{cls.qualname}`, "
+                        f"via {holder.via}), but `{owner.qualname}.forward` never collects aux hidden states: "
+                    )
                 yield ctx.finding(
                     ForwardNeverCollects,
                     model,
                     ctx.vindex.vpack.setter,
-                    f"`{model.summary.name}` records the EAGLE-3 layers in `{holder.path}` (`{cls.qualname}`, "
-                    f"via {holder.via}), but `{owner.qualname}.forward` never collects aux hidden states: "
-                    "the runner fails unpacking `(hidden_states, aux_hidden_states)`",
+                    recorded + "the runner fails unpacking `(hidden_states, aux_hidden_states)`",
                     _setter_sites(ctx),
                     path=owner_module.path if owner_module and fn else None,
                     line=fn.lineno if fn else None,
@@ -314,7 +328,7 @@ class UndeclaredEagle3Support(VllmRule):
                 ctx.index.lookup(c, attr).status != "found" for c in holder.classes for attr in getter_walk.required_attributes
             ):
                 continue
-            verdicts = [ctx.collects(c) for c in holder.classes]
+            verdicts = [ctx.holder_collects(holder, c) for c in holder.classes]
             if any(v.value != COLLECTS_YES for v in verdicts):
                 continue
             # The members the engine needs and the class lacks are what declaring the protocol
@@ -446,7 +460,10 @@ class HolderNotProvable(VllmRule):
     eagle3lint cannot prove statically which object records the layers or whether it collects:
     typically an inner model chosen from the HF config at run time
     (`init_vllm_registered_model(...)` without literal `architectures`), a `get_language_model()`
-    that returns a computed module, or a base class outside the engine.
+    that returns a computed module, or a base class outside the engine; or a setter that
+    registers a library's recorder per layer but names the recorded layers other than this
+    engine's ids do, calls a method that may raise before it records (vLLM 0.18's version
+    check), or a `forward` that takes apart what the recording `forward` returns.
 
     ## Why is this bad?
     It may be fine. It is reported so that "no errors" is not mistaken for "proven": these are
@@ -474,10 +491,13 @@ class HolderNotProvable(VllmRule):
             holder = ctx.holder(model.ref)
             reason = ""
             if holder.status == RESOLVED:
-                unknown = [ctx.collects(c) for c in holder.classes if ctx.collects(c).value == COLLECTS_UNKNOWN]
+                unknown = [v for v in (ctx.holder_collects(holder, c) for c in holder.classes) if v.value == COLLECTS_UNKNOWN]
                 if not unknown:
                     continue
-                reason = f"whether `{holder.path}` collects aux hidden states: {unknown[0].where}"
+                if holder.kind == RECORDED:
+                    reason = f"whether `{holder.classes[0].qualname}` returns what its recorders record: {unknown[0].where}"
+                else:
+                    reason = f"whether `{holder.path}` collects aux hidden states: {unknown[0].where}"
             elif holder.status not in (NO_INNER, NO_SETTER):
                 reason = f"what `{ctx.vindex.vpack.setter}` reaches ({holder.via or 'setter'}"
                 reason += f", at `{holder.path}`" if holder.path != "self" else ""
