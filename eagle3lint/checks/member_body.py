@@ -34,13 +34,16 @@ class BrokenRead:
 class MemberReadsMissingAttribute(Rule):
     """
     ## What it does
-    Reports an interface member that the class has, whose own body reads an attribute chain off
-    `self` that is certainly not there: `return self.model.embed_tokens.weight, ...` where
-    `self.model` holds a class with no `embed_tokens` (in any of its bases, with no
-    `__getattr__` but `nn.Module`'s, no `setattr`/`register_*` of it on that class and no write of
-    it on such an object anywhere in the engine, whatever branch `__init__` takes). Only reads
-    every call makes are counted: not those under an `if` (an `isinstance(..., PPMissingLayer)`
-    or `hasattr` guard), in a `try` with handlers, or after a statement that may return early.
+    Reports an interface member the class has whose own body reads, on every call, an attribute
+    chain off `self` that is certainly not there: `return self.model.embed_tokens.weight, ...`
+    where `self.model` holds a class with no `embed_tokens`.
+
+    Certainly: not in the holder or any of its bases, no `__getattr__` but `nn.Module`'s, no
+    `setattr`/`register_*` of it (or of a computed name) in those classes, no write of it on an
+    object that may be such a holder anywhere in the engine, and whatever branch `__init__`
+    takes. Every call: not under an `if` (an `isinstance(..., PPMissingLayer)` or `hasattr`
+    guard), in a `try` with handlers, a conditional expression's arm, or after a statement that
+    may return or raise early.
 
     It is an error where the engine reaches the call at start-up, bare, under the run's launch
     options; where start-up stops earlier at a member the class lacks (the release's own order,
@@ -75,7 +78,7 @@ class MemberReadsMissingAttribute(Rule):
     """
 
     code = "E3L023"
-    name = "member-reads-missing-attribute"
+    name = "member-reads-missing-attr"
 
     def check(self, ctx: CheckContext) -> Iterable[Finding]:
         reader = _BodyReads(ctx)
