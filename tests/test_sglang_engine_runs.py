@@ -8,6 +8,7 @@ the choice of classes: the expectation is the release's static prediction."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -41,6 +42,9 @@ CASES = [
     # (whose hasattr check refuses), so the class crashes before the refusal; the analysis reads
     # that order from the release's scheduler (eagle3lint/engines/sglang/startup.py).
     ("0.5.23", "OlmoForCausalLM"),
+    # The getter is there but its own body reads self.model.embed_tokens, which OPTModel keeps in
+    # self.decoder (E3L023): the draft worker's call raises before the setter's refusal.
+    ("0.5.23", "OPTForCausalLM"),
 ]
 
 def _install(version: str) -> EngineEnv:
@@ -109,6 +113,12 @@ def test_engine_outcome_is_the_release_prediction(engines: Engines, version: str
         assert calls[("target", "set_eagle3_layers_to_capture")].get("ok")
         assert calls[("target", "get_embed_and_head")].get("ok")
         assert eagle.get("captures"), "the target took no layers to capture"
+    elif (body := re.search(r"E3L023: `(\w+)` reads `self\.[\w.]*?(\w+)`, which `(\w+)` lacks", result.prediction.reason or "")):
+        # The member is there and the engine called it; its own body raised on the link the
+        # prediction names, of the class it names.
+        member, link, holder = body.groups()
+        assert calls[("target", member)].get("error", "").startswith("AttributeError"), calls
+        assert f"'{holder}' object has no attribute '{link}'" in eagle["error"]["message"]
     else:
         # The class lacks a member: its absence is what the engine stopped on (the call, or the
         # check), the one the prediction's cause names (the member the release reaches first).

@@ -94,10 +94,14 @@ class CheckContext:
                 out.append((member, sites))
         return out
 
-    def chain_state(self, ref: ClassRef, chain: str, _depth: int = 0) -> tuple[str, ClassRef, str]:
+    def chain_state(self, ref: ClassRef, chain: str, _depth: int = 0, every: bool = False) -> tuple[str, ClassRef, str]:
         """How ``ref`` stands with an attribute chain: ("present" | "missing" | "unknown", the
         class where it stops, the link that class lacks). Unknown wherever a link is a property,
-        a method's result, a ``__getattr__`` or a class the index cannot name."""
+        a method's result, a ``__getattr__`` or a class the index cannot name.
+
+        Where ``__init__`` picks what a link holds by config (one class per branch), the chain
+        is missing when one of them lacks the rest; with ``every``, only when all of them do
+        (some of them lacking it is then unknown: which one a launch builds is not known)."""
         link, _, rest = chain.partition(".")
         lookup = self.index.lookup(ref, link)
         if lookup.status == "missing":
@@ -109,8 +113,11 @@ class CheckContext:
         held = self.index.attribute_classes(ref, link)
         if not held or not all(isinstance(h, ClassRef) for h in held) or _depth > 4:
             return "unknown", ref, link
-        states = [self.chain_state(h, rest, _depth + 1) for h in held if isinstance(h, ClassRef)]
-        return next((s for s in states if s[0] == "missing"), next((s for s in states if s[0] == "unknown"), states[0]))
+        states = [self.chain_state(h, rest, _depth + 1, every) for h in dict.fromkeys(held) if isinstance(h, ClassRef)]
+        missing = next((s for s in states if s[0] == "missing"), None)
+        if every and missing is not None and any(s[0] != "missing" for s in states):
+            return "unknown", ref, link
+        return missing or next((s for s in states if s[0] == "unknown"), states[0])
 
     # ---- member analysis -----------------------------------------------------------------
     def state(self, ref: ClassRef, member: str, _depth: int = 0) -> MemberState:

@@ -11,6 +11,7 @@ from eagle3lint.checks.context import (
     role_phrase,
     severity_for,
 )
+from eagle3lint.checks.member_body import MemberReadsMissingAttribute
 from eagle3lint.checks.presence_phrases import _describe_all, _names, _stub_effect, describe_member
 from eagle3lint.checks.presence_provided import (
     PresenceNotProvable,
@@ -264,4 +265,5 @@ PRESENCE_RULES: tuple[type[Rule], ...] = (
     PresenceNotProvable,
     StaleInterfaceOverride,
     MissingAttributeChain,
+    MemberReadsMissingAttribute,
 )

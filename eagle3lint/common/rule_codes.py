@@ -21,6 +21,7 @@ CORE_RULE_CODES: dict[str, str] = {
     "E3L020": "eagle3-not-implemented",
     "E3L021": "replacement-drops-eagle3",
     "E3L022": "missing-attribute-chain",
+    "E3L023": "member-reads-missing-attr",
     "E3L101": "capture-state-never-read",
     "E3L102": "aux-not-handed-off",
     "E3L103": "capture-flag-not-initialised",

@@ -65,6 +65,9 @@ class FunctionSummary:
     calls: set[str] = field(default_factory=set)
     # ``hasattr(self.<attr>, "<member>")`` probes: a forward the method makes only when present.
     probed_chains: set[tuple[str, str]] = field(default_factory=set)
+    # The ``self.a.b...`` chains every call reads before anything can stop it (walked methods
+    # only; ``eagle3lint.source.member_reads``): (chain after ``self``, line, column).
+    sure_reads: list[tuple[tuple[str, ...], int, int]] = field(default_factory=list)
     walked: bool = False
     # Every call raises: a top-level ``raise`` reached through straight-line code only (the
     # ``__init__`` of a stand-in class for platforms without the model).

@@ -9,6 +9,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from eagle3lint.source.capture_facts import CaptureFacts, CaptureSpec
+from eagle3lint.source.member_reads import unconditional_reads
 from eagle3lint.source.summary_types import (
     Branch,
     Construction,
@@ -462,6 +463,7 @@ def _summarize_function(
         summary.self_reads = walker.reads
         summary.calls = walker.calls
         summary.probed_chains = walker.probed
+        summary.sure_reads = [(read.chain, read.line, read.column) for read in unconditional_reads(node)]
         summary.returns_self_attr = walker.returns_self_attr
         summary.returns_self = walker.returns_self is True
         summary.walked = True
