@@ -10,6 +10,8 @@ file is written unless every fix touching it passed.
 from __future__ import annotations
 
 import ast
+import gc
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ from eagle3lint.fix.planner import (
     plan_fixes,
 )
 from eagle3lint.fix.proof import ProofError, prove_file
+from eagle3lint.fix.skeleton import Layout, original_tree
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.fix.write import WriteRefused, write_atomically
 from eagle3lint.model.result import CheckResult
@@ -92,6 +95,23 @@ def prepare_fixes(
 ) -> FixOutcome:
     """Plan, edit and prove every applicable fix; nothing is written here."""
     sources = sources or SourceSet()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _prepare_all(result, scope, select, ignore, unsafe_fixes, sources)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _prepare_all(
+    result: CheckResult,
+    scope: list[Path],
+    select: list[str] | None,
+    ignore: list[str] | None,
+    unsafe_fixes: bool,
+    sources: SourceSet,
+) -> FixOutcome:
     with WorkerPool() as pool:
         if pool.enabled and worth_forking_for(f.path for f in result.findings):
             # The edit workers load libcst (a fifth of a second) while this process plans.
@@ -227,22 +247,33 @@ def write_changes(outcome: FixOutcome) -> dict[str, str | None]:
 
 
 # ---- internals -------------------------------------------------------------------------------
-def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any]) -> tuple[str, ast.Module]:
-    """The new text of one file and its ``ast``, proven (raises ApplyError/ProofError)."""
+def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any], layout: Layout | None = None) -> tuple[str, ast.Module]:
+    """The new text of one file and its ``ast``, proven (raises ApplyError/ProofError).
+    ``layout``: the index's layout of the file, so that only the edited statements of the
+    original are parsed again (the new text is parsed whole: the proof)."""
     # libcst is imported here, so a run with nothing to edit never loads it.
     from eagle3lint.fix.apply import apply_edits
 
     try:
-        # A private parse: the proof replays the edits on it.
-        tree = source.fresh_tree()
+        # A private tree: the proof replays the edits on its edited statements.
+        tree = original_tree(source, layout, edits)
     except SyntaxError as exc:
         raise ApplyError(syntax_problem(exc)) from exc
     new_text = apply_edits(source.path, source.text, tree, edits, parsed)
     return new_text, prove_file(source.path, source.text, tree, new_text, edits)
 
 
-# One file's job: (source, its edits, the index's parse request for it).
-_FileJob = tuple[SourceFile, list[Edit], ParseRequest]
+def _digest(source: SourceFile, text: str) -> str:
+    """The SHA-256 of ``text`` as the file would hold it ("" when it cannot be encoded: no
+    layout then, the next pass parses the whole file)."""
+    try:
+        return hashlib.sha256(source.encode(text)).hexdigest()
+    except (UnicodeError, LookupError):
+        return ""
+
+
+# One file's job: (source, its edits, the index's parse request for it, the index's layout of it).
+_FileJob = tuple[SourceFile, list[Edit], ParseRequest, Layout | None]
 # Its outcome: (path, new text or None, why it failed or None, summary of the new text or None).
 _FileOutcome = tuple[str, str | None, str | None, ModuleSummary | None]
 
@@ -251,9 +282,9 @@ def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
     """Edit, prove and summarise files (in a worker process when there are many)."""
     parsed: dict[Any, Any] = {}
     out: list[_FileOutcome] = []
-    for source, file_edits, request in jobs:
+    for source, file_edits, request, layout in jobs:
         try:
-            new_text, new_tree = _edit_file(source, file_edits, parsed)
+            new_text, new_tree = _edit_file(source, file_edits, parsed, layout)
         except (ApplyError, ProofError) as exc:
             out.append((source.path, None, str(exc), None))
             continue
@@ -264,6 +295,9 @@ def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
             out.append((source.path, None, f"cannot be edited: internal error (please report): {type(exc).__name__}: {exc}", None))
             continue
         summary = summarize_text(request, new_text, new_tree)
+        if isinstance(summary, ModuleSummary):
+            # What the next pass edits, if it edits this file again: its layout serves then.
+            summary.source_digest = _digest(source, new_text)
         out.append((source.path, new_text, None, summary if isinstance(summary, ModuleSummary) else None))
     return out
 
@@ -288,7 +322,9 @@ def _build_files(
             failed[path] = source.message
             continue
         request = index.request_for(Path(path)) if index is not None else ParseRequest(path, "__fixed__", False, frozenset())
-        jobs.append((source, file_edits, request))
+        known = index.modules.get(request.module) if index is not None else None
+        layout = (known.source_digest, known.layout) if known is not None and known.path == path else None
+        jobs.append((source, file_edits, request, layout))
     if pool.enabled and len(jobs) >= 2 and worth_forking_for(job[0].path for job in jobs):
         # Largest files first, dealt round-robin, so the workers finish together.
         by_size = sorted(jobs, key=lambda job: -len(job[0].text))
