@@ -10,12 +10,18 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.common.lines import source_lines
 from eagle3lint.fix.apply import apply_edits
 from eagle3lint.fix.edits import (
+    AFTER,
     BEFORE,
+    BODY_END,
+    BODY_START,
     AddBase,
+    AddKeyword,
     ApplyError,
     Edit,
+    EnumerateLoop,
     ImportName,
     InsertMembers,
     InsertStatements,
@@ -144,3 +150,62 @@ def test_the_index_summary_carries_the_layout_of_the_bytes_it_read(tmp_path: Pat
     assert summary.source_digest == hashlib.sha256(path.read_bytes()).hexdigest()
     assert summary.layout == module_layout(ast.parse(SOURCE))
     assert summary.layout[4][:4] == ("ClassDef", 11, 13, 16) and summary.layout[5][6] == ("Fast",)
+
+
+# ---- edits inside methods: libcst parses the class header and the method, not the class -------
+CLASS = textwrap.dedent('''\
+    @register
+    class Decoder(
+        Base,  # a base on its own line
+    ):
+        """Doc."""
+
+        def __init__(self):
+            self.layers = []
+
+        # about forward
+        def forward(self, x):
+            aux = []
+            for layer in self.layers:
+                x = layer(x)
+            return self.norm(x)
+            # trailing comment of forward
+
+
+        \f
+        def other(self, y):
+            y = f(y, 1)
+            return y
+    X = 1
+''')
+
+IN_METHODS: list[list[Edit]] = [
+    [InsertStatements("m.py", ("Decoder",), "forward", 15, "Return", BEFORE, "aux.append(x)\n")],
+    [InsertStatements("m.py", ("Decoder",), "forward", 0, "", BODY_END, "x = x\n")],
+    [EnumerateLoop("m.py", ("Decoder",), "forward", 13, "idx", "1")],
+    [AddKeyword("m.py", ("Decoder",), "other", 21, "f", "aux", "True")],
+    [
+        InsertStatements("m.py", ("Decoder",), "forward", 12, "Assign", AFTER, "y = 2\n"),
+        AddKeyword("m.py", ("Decoder",), "other", 21, "f", "aux", "True"),
+        InsertStatements("m.py", ("Decoder",), "__init__", 0, "", BODY_START, "super().__init__()\n"),
+    ],
+]
+
+
+@pytest.mark.parametrize("edits", IN_METHODS)
+def test_edits_inside_methods_come_out_as_when_the_whole_class_is_parsed(edits: list[Edit], monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagle3lint.fix import apply
+
+    cls = ast.parse(CLASS).body[0]
+    assert isinstance(cls, ast.ClassDef) and cls.end_lineno is not None
+    whole = apply._apply_to_piece(apply.ParsedFile.parse("".join(source_lines(CLASS)[: cls.end_lineno])), edits)
+    parsed: list[str] = []
+    real_parse = apply.ParsedFile.parse.__func__  # type: ignore[attr-defined]
+    monkeypatch.setattr(apply.ParsedFile, "parse", classmethod(lambda c, text, line_offset=0: parsed.append(text) or real_parse(c, text, line_offset)))
+    new = apply_edits("m.py", CLASS, ast.parse(CLASS), edits)
+    assert new == whole + "X = 1\n"
+    prove_file("m.py", CLASS, ast.parse(CLASS), new, edits)
+    methods = {e.function for e in edits}  # type: ignore[attr-defined]
+    assert len(parsed) == len(methods) and all(text.startswith("@register\nclass Decoder(\n") for text in parsed)
+    for name in ("__init__", "forward", "other"):
+        assert sum(f"def {name}(" in text for text in parsed) == (name in methods)
