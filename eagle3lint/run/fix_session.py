@@ -85,6 +85,16 @@ class _Pass:
     accepted: list[PlannedFix]
 
 
+@dataclass
+class _Memo:
+    """What a later round (after fixes were rejected) can take from an earlier one: the plans
+    for the unfixed tree, which do not change, and each file's edit, which depends only on its
+    text, its edits and its parse request."""
+
+    plans: list[PlannedFix] | None = None
+    files: dict[tuple[str, str, tuple[Edit, ...], ParseRequest], _FileOutcome] = field(default_factory=dict)
+
+
 def prepare_fixes(
     result: CheckResult,
     scope: list[Path],
@@ -117,13 +127,14 @@ def _prepare_all(
             # The edit workers load libcst (a fifth of a second) while this process plans.
             for _ in range(pool.workers):
                 pool.submit(_load_editor)
-        outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [])
+        memo = _Memo()
+        outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [], memo)
         for _ in range(MAX_ROUNDS):
             partial = _partial_models(outcome)
             if not partial:
                 break
             # All or nothing per model: what would leave it short of supported is not written.
-            outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [*outcome.rejections, *partial])
+            outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [*outcome.rejections, *partial], memo)
         return outcome
 
 
@@ -163,9 +174,12 @@ def _prepare(
     sources: SourceSet,
     pool: WorkerPool,
     rejections: list[Rejection],
+    memo: _Memo,
 ) -> FixOutcome:
     patterns = tuple(fix_patterns_for(result.engine.name))
-    plans = plan_fixes(FixEnv(result, sources, scope, patterns))
+    if memo.plans is None:
+        memo.plans = plan_fixes(FixEnv(result, sources, scope, patterns))
+    plans = memo.plans
     outcome = FixOutcome(result, plans)
     outcome.rejections = list(rejections)
     texts: dict[str, str] = {}
@@ -175,7 +189,7 @@ def _prepare(
         candidates = _candidates(plans, outcome, unsafe_fixes)
         if not candidates:
             break
-        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome, pool)
+        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome, pool, memo)
         if step is None:
             break
         texts = {**texts, **step.texts}
@@ -212,11 +226,12 @@ def _one_pass(
     ignore: list[str] | None,
     outcome: FixOutcome,
     pool: WorkerPool,
+    memo: _Memo,
 ) -> _Pass | None:
     view = sources.overlay(earlier) if earlier else sources
     for _ in range(MAX_ROUNDS):
         summaries: dict[str, ModuleSummary] = {}
-        changed, failed = _build_files(candidates, view, before.index, summaries, pool)
+        changed, failed = _build_files(candidates, view, before.index, summaries, pool, memo.files)
         if failed:
             candidates = _drop(candidates, outcome, _reason_from_files(failed))
             continue
@@ -308,6 +323,7 @@ def _build_files(
     index: ProjectIndex | None,
     summaries: dict[str, ModuleSummary],
     pool: WorkerPool,
+    done: dict[tuple[str, str, tuple[Edit, ...], ParseRequest], _FileOutcome] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """New texts of the files the candidates edit, each proven (summaries of the new texts into
     ``summaries``, for the re-check); and why the others failed. Files are edited on every core:
@@ -315,6 +331,8 @@ def _build_files(
     changed: dict[str, str] = {}
     failed: dict[str, str] = {}
     jobs: list[_FileJob] = []
+    done = {} if done is None else done
+    outcomes: list[_FileOutcome] = []
     edits = [e for plan in candidates for e in plan.edits]
     for path, file_edits in edits_by_path(edits).items():
         source = sources.get(path)
@@ -323,6 +341,10 @@ def _build_files(
             continue
         request = index.request_for(Path(path)) if index is not None else ParseRequest(path, "__fixed__", False, frozenset())
         known = index.modules.get(request.module) if index is not None else None
+        earlier = done.get((path, source.text, tuple(file_edits), request))
+        if earlier is not None:
+            outcomes.append(earlier)
+            continue
         layout = (known.source_digest, known.layout) if known is not None and known.path == path else None
         jobs.append((source, file_edits, request, layout))
     if pool.enabled and len(jobs) >= 2 and worth_forking_for(job[0].path for job in jobs):
@@ -330,10 +352,15 @@ def _build_files(
         by_size = sorted(jobs, key=lambda job: -len(job[0].text))
         batches = [by_size[i :: pool.workers * 4] for i in range(pool.workers * 4)]
         futures = [pool.submit(_edit_files, batch) for batch in batches if batch]
-        outcomes = [o for future in futures for o in future.result()]
+        made = [o for future in futures for o in future.result()]
     else:
-        outcomes = _edit_files(jobs)
-    by_path = {job[0].path: job[0] for job in jobs}
+        made = _edit_files(jobs)
+    by_job = {job[0].path: job for job in jobs}
+    for outcome in made:
+        source, file_edits, request, _ = by_job[outcome[0]]
+        done[(source.path, source.text, tuple(file_edits), request)] = outcome
+    outcomes += made
+    by_path = {path: found for path in edits_by_path(edits) if isinstance(found := sources.get(path), SourceFile)}
     for path, new_text, problem, summary in outcomes:
         if problem is not None or new_text is None:
             failed[path] = problem or "no new text"
