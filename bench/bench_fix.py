@@ -1,7 +1,7 @@
 """Benchmark: `eagle3lint fix` (dry run) against a cold `eagle3lint check` of the same folder.
 
 Each measurement is a whole process (interpreter start-up included on both sides), repeated
-and interleaved; the script prints medians and the ratio (the target is at most 3x). Usage:
+and interleaved; the script prints medians and the ratio (the goal is at most 2x). Usage:
 
     python bench/bench_fix.py [--runs 5] [--release sglang==0.5.23] [--unsafe-fixes]
 """

@@ -132,8 +132,11 @@ def bench_pair(engine: str, before: str, after: str, runs: int, work: Path) -> d
     cold, warm = [], []
     for n in range(runs):
         alone, following = work / f"{after}-alone-{n}", work / f"{after}-after-{n}"
-        alone.mkdir()
-        following.mkdir()
+        for folder in (alone, following):
+            folder.mkdir()
+            # Each its own check cache: the default one lies in the user cache folder, which every
+            # run shares (the cold run would find the summaries a previous round stored).
+            (folder / "pyproject.toml").write_text('[tool.eagle3lint]\ncache-dir = ".check-cache"\n')
         cold.append(timed(["check", "--release", f"{engine}=={after}"], alone, _env()))
         timed(["check", "--release", f"{engine}=={before}"], following, _env())
         warm.append(timed(["check", "--release", f"{engine}=={after}"], following, _env()))

@@ -126,6 +126,11 @@ def apply_edits(path: str, text: str, tree: ast.Module, edits: Sequence[Edit], c
             if new_piece is not None:
                 lines[first - 1 : last] = [new_piece]
                 continue
+        if isinstance(top, ast.ClassDef) and all(_inside_a_method(e, top) for e in piece_edits):
+            new_piece = _edit_methods_by_excerpt(path, lines, top, piece_edits, cache)
+            if new_piece is not None:
+                lines[first - 1 : last] = [new_piece]
+                continue
         if isinstance(top, ast.ClassDef) and all(isinstance(e, AddBase) and e.class_path == (top.name,) for e in piece_edits):
             new_piece = _add_bases_by_header(lines, top, piece_edits)  # type: ignore[arg-type]
             if new_piece is not None:
@@ -214,6 +219,56 @@ def _insert_members_by_excerpt(
     for end_line, added in sorted(insertions, reverse=True):
         position = end_line - first + 1
         piece[position:position] = [added]
+    return "".join(piece)
+
+
+def _inside_a_method(edit: Edit, cls: ast.ClassDef) -> bool:
+    """Whether the edit changes only the text of one method of this module-level class."""
+    if not isinstance(edit, (InsertStatements, AddKeyword, EnumerateLoop)) or edit.class_path != (cls.name,):
+        return False
+    # Before or after the method itself, the lines around it (blank, comments) would take part.
+    return not (isinstance(edit, InsertStatements) and edit.anchor_line == 0 and edit.where not in (BODY_START, BODY_END))
+
+
+def _edit_methods_by_excerpt(path: str, lines: list[str], cls: ast.ClassDef, edits: list[Edit], cache: PieceCache | None) -> str | None:
+    """Edits inside methods of a module-level class, made without parsing the whole class:
+    libcst parses an excerpt made of the class header and the edited method (its lines keep
+    their numbers through the piece's line offset), and the method's new text is spliced into
+    the original. None when the excerpt does not work out (the caller parses the whole class)."""
+    first, last = _first_line(cls), cls.end_lineno or cls.lineno
+    body_line = _first_line(cls.body[0])
+    if body_line <= cls.lineno:
+        return None  # ``class A(B): x = 1``
+    header = "".join(lines[first - 1 : body_line - 1])
+    header_lines = body_line - first
+    by_method: dict[str, list[Edit]] = {}
+    for edit in edits:
+        if not isinstance(edit, (InsertStatements, AddKeyword, EnumerateLoop)):
+            return None
+        by_method.setdefault(edit.function, []).append(edit)
+    new_methods: list[tuple[int, int, str]] = []
+    for name, group in by_method.items():
+        fn = own_method(cls, name)
+        if fn is None or fn.end_lineno is None:
+            return None
+        fn_first = _first_line(fn)
+        excerpt = header + "".join(lines[fn_first - 1 : fn.end_lineno])
+        key = (path, fn_first, excerpt)
+        parsed = cache.get(key) if cache is not None else None
+        if parsed is None:
+            try:
+                parsed = ParsedFile.parse(excerpt, line_offset=fn_first - 1 - header_lines)
+            except ApplyError:
+                return None
+            if cache is not None:
+                cache[key] = parsed
+        new_excerpt = _apply_to_piece(parsed, group)
+        if not new_excerpt.startswith(header):
+            return None
+        new_methods.append((fn_first, fn.end_lineno, new_excerpt[len(header) :]))
+    piece = lines[first - 1 : last]
+    for fn_first, fn_last, text in sorted(new_methods, reverse=True):
+        piece[fn_first - first : fn_last - first + 1] = [text]
     return "".join(piece)
 
 

@@ -10,6 +10,8 @@ file is written unless every fix touching it passed.
 from __future__ import annotations
 
 import ast
+import gc
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,6 +28,7 @@ from eagle3lint.fix.planner import (
     plan_fixes,
 )
 from eagle3lint.fix.proof import ProofError, prove_file
+from eagle3lint.fix.skeleton import Layout, original_tree
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.fix.write import WriteRefused, write_atomically
 from eagle3lint.model.result import CheckResult
@@ -82,6 +85,16 @@ class _Pass:
     accepted: list[PlannedFix]
 
 
+@dataclass
+class _Memo:
+    """What a later round (after fixes were rejected) can take from an earlier one: the plans
+    for the unfixed tree, which do not change, and each file's edit, which depends only on its
+    text, its edits and its parse request."""
+
+    plans: list[PlannedFix] | None = None
+    files: dict[tuple[str, str, tuple[Edit, ...], ParseRequest], _FileOutcome] = field(default_factory=dict)
+
+
 def prepare_fixes(
     result: CheckResult,
     scope: list[Path],
@@ -92,18 +105,36 @@ def prepare_fixes(
 ) -> FixOutcome:
     """Plan, edit and prove every applicable fix; nothing is written here."""
     sources = sources or SourceSet()
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return _prepare_all(result, scope, select, ignore, unsafe_fixes, sources)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+
+
+def _prepare_all(
+    result: CheckResult,
+    scope: list[Path],
+    select: list[str] | None,
+    ignore: list[str] | None,
+    unsafe_fixes: bool,
+    sources: SourceSet,
+) -> FixOutcome:
     with WorkerPool() as pool:
         if pool.enabled and worth_forking_for(f.path for f in result.findings):
             # The edit workers load libcst (a fifth of a second) while this process plans.
             for _ in range(pool.workers):
                 pool.submit(_load_editor)
-        outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [])
+        memo = _Memo()
+        outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [], memo)
         for _ in range(MAX_ROUNDS):
             partial = _partial_models(outcome)
             if not partial:
                 break
             # All or nothing per model: what would leave it short of supported is not written.
-            outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [*outcome.rejections, *partial])
+            outcome = _prepare(result, scope, select, ignore, unsafe_fixes, sources, pool, [*outcome.rejections, *partial], memo)
         return outcome
 
 
@@ -143,9 +174,12 @@ def _prepare(
     sources: SourceSet,
     pool: WorkerPool,
     rejections: list[Rejection],
+    memo: _Memo,
 ) -> FixOutcome:
     patterns = tuple(fix_patterns_for(result.engine.name))
-    plans = plan_fixes(FixEnv(result, sources, scope, patterns))
+    if memo.plans is None:
+        memo.plans = plan_fixes(FixEnv(result, sources, scope, patterns))
+    plans = memo.plans
     outcome = FixOutcome(result, plans)
     outcome.rejections = list(rejections)
     texts: dict[str, str] = {}
@@ -155,7 +189,7 @@ def _prepare(
         candidates = _candidates(plans, outcome, unsafe_fixes)
         if not candidates:
             break
-        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome, pool)
+        step = _one_pass(current, _without_conflicts(candidates, outcome), sources, texts, scope, select, ignore, outcome, pool, memo)
         if step is None:
             break
         texts = {**texts, **step.texts}
@@ -192,11 +226,12 @@ def _one_pass(
     ignore: list[str] | None,
     outcome: FixOutcome,
     pool: WorkerPool,
+    memo: _Memo,
 ) -> _Pass | None:
     view = sources.overlay(earlier) if earlier else sources
     for _ in range(MAX_ROUNDS):
         summaries: dict[str, ModuleSummary] = {}
-        changed, failed = _build_files(candidates, view, before.index, summaries, pool)
+        changed, failed = _build_files(candidates, view, before.index, summaries, pool, memo.files)
         if failed:
             candidates = _drop(candidates, outcome, _reason_from_files(failed))
             continue
@@ -227,22 +262,33 @@ def write_changes(outcome: FixOutcome) -> dict[str, str | None]:
 
 
 # ---- internals -------------------------------------------------------------------------------
-def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any]) -> tuple[str, ast.Module]:
-    """The new text of one file and its ``ast``, proven (raises ApplyError/ProofError)."""
+def _edit_file(source: SourceFile, edits: list[Edit], parsed: dict[Any, Any], layout: Layout | None = None) -> tuple[str, ast.Module]:
+    """The new text of one file and its ``ast``, proven (raises ApplyError/ProofError).
+    ``layout``: the index's layout of the file, so that only the edited statements of the
+    original are parsed again (the new text is parsed whole: the proof)."""
     # libcst is imported here, so a run with nothing to edit never loads it.
     from eagle3lint.fix.apply import apply_edits
 
     try:
-        # A private parse: the proof replays the edits on it.
-        tree = source.fresh_tree()
+        # A private tree: the proof replays the edits on its edited statements.
+        tree = original_tree(source, layout, edits)
     except SyntaxError as exc:
         raise ApplyError(syntax_problem(exc)) from exc
     new_text = apply_edits(source.path, source.text, tree, edits, parsed)
     return new_text, prove_file(source.path, source.text, tree, new_text, edits)
 
 
-# One file's job: (source, its edits, the index's parse request for it).
-_FileJob = tuple[SourceFile, list[Edit], ParseRequest]
+def _digest(source: SourceFile, text: str) -> str:
+    """The SHA-256 of ``text`` as the file would hold it ("" when it cannot be encoded: no
+    layout then, the next pass parses the whole file)."""
+    try:
+        return hashlib.sha256(source.encode(text)).hexdigest()
+    except (UnicodeError, LookupError):
+        return ""
+
+
+# One file's job: (source, its edits, the index's parse request for it, the index's layout of it).
+_FileJob = tuple[SourceFile, list[Edit], ParseRequest, Layout | None]
 # Its outcome: (path, new text or None, why it failed or None, summary of the new text or None).
 _FileOutcome = tuple[str, str | None, str | None, ModuleSummary | None]
 
@@ -251,9 +297,9 @@ def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
     """Edit, prove and summarise files (in a worker process when there are many)."""
     parsed: dict[Any, Any] = {}
     out: list[_FileOutcome] = []
-    for source, file_edits, request in jobs:
+    for source, file_edits, request, layout in jobs:
         try:
-            new_text, new_tree = _edit_file(source, file_edits, parsed)
+            new_text, new_tree = _edit_file(source, file_edits, parsed, layout)
         except (ApplyError, ProofError) as exc:
             out.append((source.path, None, str(exc), None))
             continue
@@ -264,6 +310,9 @@ def _edit_files(jobs: list[_FileJob]) -> list[_FileOutcome]:
             out.append((source.path, None, f"cannot be edited: internal error (please report): {type(exc).__name__}: {exc}", None))
             continue
         summary = summarize_text(request, new_text, new_tree)
+        if isinstance(summary, ModuleSummary):
+            # What the next pass edits, if it edits this file again: its layout serves then.
+            summary.source_digest = _digest(source, new_text)
         out.append((source.path, new_text, None, summary if isinstance(summary, ModuleSummary) else None))
     return out
 
@@ -274,6 +323,7 @@ def _build_files(
     index: ProjectIndex | None,
     summaries: dict[str, ModuleSummary],
     pool: WorkerPool,
+    done: dict[tuple[str, str, tuple[Edit, ...], ParseRequest], _FileOutcome] | None = None,
 ) -> tuple[dict[str, str], dict[str, str]]:
     """New texts of the files the candidates edit, each proven (summaries of the new texts into
     ``summaries``, for the re-check); and why the others failed. Files are edited on every core:
@@ -281,6 +331,8 @@ def _build_files(
     changed: dict[str, str] = {}
     failed: dict[str, str] = {}
     jobs: list[_FileJob] = []
+    done = {} if done is None else done
+    outcomes: list[_FileOutcome] = []
     edits = [e for plan in candidates for e in plan.edits]
     for path, file_edits in edits_by_path(edits).items():
         source = sources.get(path)
@@ -288,16 +340,27 @@ def _build_files(
             failed[path] = source.message
             continue
         request = index.request_for(Path(path)) if index is not None else ParseRequest(path, "__fixed__", False, frozenset())
-        jobs.append((source, file_edits, request))
+        known = index.modules.get(request.module) if index is not None else None
+        earlier = done.get((path, source.text, tuple(file_edits), request))
+        if earlier is not None:
+            outcomes.append(earlier)
+            continue
+        layout = (known.source_digest, known.layout) if known is not None and known.path == path else None
+        jobs.append((source, file_edits, request, layout))
     if pool.enabled and len(jobs) >= 2 and worth_forking_for(job[0].path for job in jobs):
         # Largest files first, dealt round-robin, so the workers finish together.
         by_size = sorted(jobs, key=lambda job: -len(job[0].text))
         batches = [by_size[i :: pool.workers * 4] for i in range(pool.workers * 4)]
         futures = [pool.submit(_edit_files, batch) for batch in batches if batch]
-        outcomes = [o for future in futures for o in future.result()]
+        made = [o for future in futures for o in future.result()]
     else:
-        outcomes = _edit_files(jobs)
-    by_path = {job[0].path: job[0] for job in jobs}
+        made = _edit_files(jobs)
+    by_job = {job[0].path: job for job in jobs}
+    for outcome in made:
+        source, file_edits, request, _ = by_job[outcome[0]]
+        done[(source.path, source.text, tuple(file_edits), request)] = outcome
+    outcomes += made
+    by_path = {path: found for path in edits_by_path(edits) if isinstance(found := sources.get(path), SourceFile)}
     for path, new_text, problem, summary in outcomes:
         if problem is not None or new_text is None:
             failed[path] = problem or "no new text"

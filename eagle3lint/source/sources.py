@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import hashlib
 import os
 import re
 import stat
@@ -16,6 +17,7 @@ from pathlib import Path
 from eagle3lint.common.findings import FileError
 from eagle3lint.common.lines import count_line_ends
 from eagle3lint.source.capture_facts import CaptureSpec
+from eagle3lint.source.layout import module_layout
 from eagle3lint.source.summary import summarize
 from eagle3lint.source.summary_types import ModuleSummary
 from eagle3lint.source.suppressions import scan_suppressions
@@ -151,11 +153,13 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     if isinstance(tree, FileError):
         return tree
     try:
-        return summary_of(request, text, tree)
+        summary = summary_of(request, text, tree)
     except RecursionError:
         # Code the parser accepts can still nest deeper than a walk over it can follow; the file
         # is reported, the rest of the tree still checked.
         return FileError(request.path, "cannot be analysed: nested too deeply (recursion limit reached)")
+    summary.source_digest = hashlib.sha256(data).hexdigest()
+    return summary
 
 
 def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSummary:
@@ -171,6 +175,7 @@ def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSumm
         text=text,
     )
     summary.suppressions = scan_suppressions(text)
+    summary.layout = module_layout(tree)
     return summary
 
 

@@ -9,6 +9,7 @@ import ast
 from dataclasses import dataclass, field
 
 from eagle3lint.source.capture_facts import CaptureFacts
+from eagle3lint.source.layout import TopStatement
 from eagle3lint.source.suppressions import FileSuppressions
 
 
@@ -176,3 +177,7 @@ class ModuleSummary:
     class_tables: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     line_count: int = 0
     suppressions: FileSuppressions = field(default_factory=FileSuppressions)
+    # The SHA-256 of the bytes summarised ("" when unknown) and where each module-level
+    # statement lies: ``fix`` edits and proves a file without parsing all of it again.
+    source_digest: str = ""
+    layout: tuple[TopStatement, ...] = ()

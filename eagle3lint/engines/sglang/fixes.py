@@ -6,6 +6,7 @@ import ast
 import dataclasses
 import re
 from collections.abc import Callable
+from typing import Any
 
 from eagle3lint.checks.context import CheckContext
 from eagle3lint.common.findings import Finding
@@ -357,6 +358,22 @@ class LeafCapture(FixPattern):
 
     # ---- the shape -------------------------------------------------------------------------
     def _capture_edits(self, env: FixEnv, template: TemplateSet, model: ModelClass) -> tuple[list[Edit], dict[str, str], list[str]]:
+        """The capture's edits for ``model``: worked out once per planning (every member of a
+        model, each of its findings, asks for the same capture)."""
+        known: dict[tuple[str, ClassRef], Any] = env.shared.setdefault("sglang-capture", {})
+        key = (template.pattern, model.ref)
+        if key not in known:
+            try:
+                known[key] = self._capture_edits_of(env, template, model)
+            except _NotCommonShape as exc:
+                known[key] = exc
+        found = known[key]
+        if isinstance(found, _NotCommonShape):
+            raise found
+        edits, variables, notes = found
+        return list(edits), dict(variables), list(notes)
+
+    def _capture_edits_of(self, env: FixEnv, template: TemplateSet, model: ModelClass) -> tuple[list[Edit], dict[str, str], list[str]]:
         index = env.index
         settings = template.setting
         decoder_attr = settings("decoder_attribute", "model")
