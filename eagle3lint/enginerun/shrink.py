@@ -233,11 +233,23 @@ def _per_layer_lists(config: dict[str, Any], old_layers: int, layers: int, where
         if not isinstance(value, list) or not value:
             continue
         if len(value) == old_layers and old_layers != layers:
-            _set(config, key, value[:layers] if len(value) > layers else value + value[-1:] * (layers - len(value)), where, changes)
+            _set(config, key, _cut_per_layer(value, layers), where, changes)
         elif "layer" in key and all(_is_int(v) for v in value):
             kept = [v for v in value if 0 <= v < layers]
             if kept != value:
                 _set(config, key, kept, where, changes)
+
+
+def _cut_per_layer(value: list[Any], layers: int) -> list[Any]:
+    """A per-layer list at ``layers`` entries; a list of layer kinds (strings) keeps every kind
+    the model had (the last layers take the kinds the first ``layers`` lack), so that a hybrid
+    model stays hybrid: engines check a hybrid architecture has at least one layer of each kind."""
+    cut = value[:layers] if len(value) > layers else value + value[-1:] * (layers - len(value))
+    if all(isinstance(v, str) for v in value):
+        lacking = list(dict.fromkeys(v for v in value if v not in cut))
+        if lacking and len(lacking) < layers:
+            cut = cut[: layers - len(lacking)] + lacking
+    return cut
 
 
 def _is_id_key(key: object) -> bool:
@@ -313,6 +325,12 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         return {"rope_type": "default", "rope_theta": 10000.0}
     if "theta" in lowered or "rope_base" in lowered:
         return 10000.0
+    if lowered in MLA_SIZES:
+        # An MLA size a class default lacks (MiniCPM3's, GLM-5's kv_lora_rank): None would be
+        # added up with the rotary size.
+        return MLA_SIZES[lowered]
+    if lowered.endswith("_lora_rank"):
+        return MLA_SIZES["kv_lora_rank"]
     if "eps" in lowered:
         return 1e-6
     if "activation" in lowered or lowered.endswith(("_act", "act_fn")):
