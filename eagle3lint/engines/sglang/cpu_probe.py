@@ -143,13 +143,22 @@ def _mrope_sections(level: dict[str, Any]) -> list[int]:
     return [half - 2 * (half * 5 // 16), half * 5 // 16, half * 5 // 16]
 
 
+# The families whose language model rotates by M-RoPE (Qwen2/2.5/3-VL, Qwen3-Omni...): their model
+# types name them.
+MROPE_FAMILY = re.compile(r"(^|_)(vl|omni)(_|$)")
+
+
 def _fit_multimodal(config: dict[str, Any], notes: list[str], tower_keys: tuple[str, ...]) -> None:
-    """A multimodal config's language model with no rope scaling at all (the class default):
-    SGLang's VL models test ``"mrope_section" in config.rope_scaling`` and published checkpoints
-    carry M-RoPE sections there."""
+    """An M-RoPE family's language model with no rope scaling at all (the class default): SGLang's
+    VL models test ``"mrope_section" in config.rope_scaling`` and published checkpoints carry the
+    M-RoPE sections there. Not an MLA language model (Kimi-K2.5's): its CPU rotary is YaRN's."""
+    if not MROPE_FAMILY.search(str(config.get("model_type"))):
+        return
     if not any(isinstance(config.get(k), dict) for k in tower_keys) and "thinker_config" not in config:
         return
     for level in _text_levels(config):
+        if "kv_lora_rank" in level:
+            continue
         if "rope_scaling" in level and level["rope_scaling"] is None and not isinstance(level.get("rope_parameters"), dict):
             level["rope_scaling"] = {"rope_type": "default", "mrope_section": _mrope_sections(level)}
             notes.append(f"text_config.rope_scaling: {level['rope_scaling']} (M-RoPE, as multimodal checkpoints carry)")
