@@ -323,3 +323,15 @@ def test_an_attribute_without_a_guess_is_not_retried(monkeypatch: pytest.MonkeyP
     run = sweep.run_class(sweep.EngineEnv(spec, tmp_path / "python", "0", tmp_path), sweep.Launch("DeciLMForCausalLM"), None, tmp_path, 10.0)
     assert modes == ["eagle", "base"] and run.outcome.outcome == SETUP_FAILED
     assert "block_configs" in run.notes[-1] and "not retried" in run.notes[-1]
+
+
+def test_a_language_model_nested_two_levels_down_shrinks() -> None:
+    """Qwen3-Omni's language model is thinker_config.text_config, its vision tower
+    thinker_config.vision_config: left at full size, the launch ran out of memory."""
+    omni = {"model_type": "qwen3_omni_moe", "thinker_config": {"image_token_id": 151655, "text_config": dict(QWEN3_MOE),
+                                                              "vision_config": dict(QWEN2_VL["vision_config"])}}
+    shrunk = shrink_config(omni)
+    thinker = shrunk.config["thinker_config"]
+    assert thinker["text_config"]["hidden_size"] == TEXT_HIDDEN and thinker["text_config"]["vocab_size"] <= VOCAB
+    assert thinker["vision_config"]["depth"] <= 2
+    assert thinker["image_token_id"] < VOCAB and shrunk.vocab == VOCAB

@@ -104,28 +104,39 @@ def shrink_config(config: dict[str, Any], layers: int = TEXT_LAYERS) -> Shrunk:
     result = Shrunk(copy.deepcopy(config), layers=layers)
     text = _Targets(TEXT_HIDDEN, TEXT_HEADS, layers, INTERMEDIATE)
     _shrink_level(result.config, text, "", result.changes)
-    for key in TEXT_KEYS:
-        if isinstance(result.config.get(key), dict):
-            _shrink_level(result.config[key], text, key + ".", result.changes)
-    for key in TOWER_KEYS:
-        if isinstance(result.config.get(key), dict):
-            tower = result.config[key]
-            _shrink_level(tower, TOWER, key + ".", result.changes)
-            # A projector into the language model reads the tower's output at the text width.
-            for out in ("out_hidden_size", "projection_dim", "output_dim", "out_dim", "text_hidden_size"):
-                if _is_int(tower.get(out)):
-                    _set(tower, out, TEXT_HIDDEN, key + ".", result.changes)
+    _shrink_nested(result.config, text, "", result.changes)
     vocab = _vocab(result.config)
     result.vocab = vocab
     _remap_ids(result.config, vocab, {}, "", result.changes)
     return result
 
 
+def _shrink_nested(config: dict[str, Any], text: _Targets, where: str, changes: list[str]) -> None:
+    """The language-model and tower configs nested in ``config``, at any depth (Qwen3-Omni's
+    language model is thinker_config.text_config, its towers thinker_config.vision_config...)."""
+    for key in TEXT_KEYS:
+        if isinstance(config.get(key), dict):
+            _shrink_level(config[key], text, f"{where}{key}.", changes)
+            _shrink_nested(config[key], text, f"{where}{key}.", changes)
+    for key in TOWER_KEYS:
+        if isinstance(config.get(key), dict):
+            tower = config[key]
+            _shrink_level(tower, TOWER, f"{where}{key}.", changes)
+            # A projector into the language model reads the tower's output at the text width.
+            for out in ("out_hidden_size", "projection_dim", "output_dim", "out_dim", "text_hidden_size"):
+                if _is_int(tower.get(out)):
+                    _set(tower, out, TEXT_HIDDEN, f"{where}{key}.", changes)
+
+
 def _vocab(config: dict[str, Any]) -> int:
-    for level in [config, *(config[k] for k in TEXT_KEYS if isinstance(config.get(k), dict))]:
-        found = _first(level, VOCAB_KEYS)
-        if found is not None:
-            return found
+    found = _first(config, VOCAB_KEYS)
+    if found is not None:
+        return found
+    for key in TEXT_KEYS:
+        if isinstance(config.get(key), dict):
+            nested = _vocab(config[key])
+            if nested != VOCAB or _first(config[key], VOCAB_KEYS) is not None:
+                return nested
     return VOCAB
 
 
