@@ -279,6 +279,10 @@ def test_mla_sizes_a_class_default_lacks_are_guessed_as_sizes() -> None:
     for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
         assert guess_missing(name) == MLA_SIZES[name]
     assert isinstance(guess_missing("q_lora_rank"), int)
+    # Qwen3-Next's layer schedule: an interval that keeps both kinds among the shrunken layers.
+    from eagle3lint.enginerun.shrink import TEXT_LAYERS
+
+    assert 1 < guess_missing("full_attention_interval") < TEXT_LAYERS
 
 
 def test_a_hybrid_layer_schedule_keeps_every_kind_when_cut() -> None:

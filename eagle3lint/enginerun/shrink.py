@@ -358,6 +358,10 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         return True
     if lowered.endswith(("head_dim", "_head_size")) or lowered in ("rotary_dim", "rope_dim"):
         return HEAD_DIM
+    if lowered.endswith("_interval"):
+        # Every n-th layer of a kind (Qwen3-Next's full_attention_interval, 4 in its checkpoints):
+        # both kinds stay among the shrunken layers.
+        return 4
     if lowered.startswith("first_k") or lowered.endswith("_replace"):
         return 1
     if lowered in EXPERT_KEYS:
