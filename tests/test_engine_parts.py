@@ -283,6 +283,7 @@ def test_mla_sizes_a_class_default_lacks_are_guessed_as_sizes() -> None:
     from eagle3lint.enginerun.shrink import TEXT_LAYERS
 
     assert 1 < guess_missing("full_attention_interval") < TEXT_LAYERS
+    assert guess_missing("moe_layer_freq") == 1  # DeepSeek-V1's: every layer past the dense ones
 
 
 def test_a_hybrid_layer_schedule_keeps_every_kind_when_cut() -> None:

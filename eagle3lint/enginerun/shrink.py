@@ -362,6 +362,9 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         # Every n-th layer of a kind (Qwen3-Next's full_attention_interval, 4 in its checkpoints):
         # both kinds stay among the shrunken layers.
         return 4
+    if lowered.endswith("_freq"):
+        # A MoE layer every n layers (DeepSeek's moe_layer_freq, 1 in its checkpoints).
+        return 1
     if lowered.startswith("first_k") or lowered.endswith("_replace"):
         return 1
     if lowered in EXPERT_KEYS:
