@@ -340,3 +340,10 @@ def test_a_language_model_nested_two_levels_down_shrinks() -> None:
     assert thinker["text_config"]["hidden_size"] == TEXT_HIDDEN and thinker["text_config"]["vocab_size"] <= VOCAB
     assert thinker["vision_config"]["depth"] <= 2
     assert thinker["image_token_id"] < VOCAB and shrunk.vocab == VOCAB
+
+
+def test_a_none_expert_width_gets_a_size() -> None:
+    """Kimi-Linear's class default leaves moe_intermediate_size None; SGLang's CPU start-up
+    takes it modulo a padding size (configs/update_config.py)."""
+    config = shrink_config({**QWEN3_MOE, "moe_intermediate_size": None}).config
+    assert isinstance(config["moe_intermediate_size"], int) and config["moe_intermediate_size"] > 0

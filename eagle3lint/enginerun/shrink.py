@@ -161,6 +161,10 @@ def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes
     for key in MOE_INTERMEDIATE_KEYS:
         if _is_int(config.get(key)) and config[key] > MOE_INTERMEDIATE:
             _set(config, key, MOE_INTERMEDIATE, where, changes)
+        elif key in config and config[key] is None and targets is not TOWER and key == "moe_intermediate_size":
+            # A class default of None (Kimi-Linear's): engines take it modulo a padding size;
+            # checkpoints carry it.
+            _set(config, key, MOE_INTERMEDIATE, where, changes)
     for key in LAYER_KEYS:
         if _is_int(config.get(key)):
             _set(config, key, targets.layers, where, changes)
