@@ -202,10 +202,12 @@ def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int], tower_keys: tupl
                 level[key] = value
                 notes.append(f"{key}: {value!r} (read without a default; checkpoints carry it)")
     for level in common.levels(config):
-        if level.get("rope_scaling") == {}:
-            # An empty scaling is no scaling (get_rope raises "Unknown RoPE scaling type" on {}).
-            level["rope_scaling"] = None
-            notes.append("rope_scaling: None (the class default is {})")
+        for key in ("rope_scaling", "rope_parameters"):
+            if level.get(key) == {}:
+                # An empty scaling is no scaling (get_rope raises "Unknown RoPE scaling type" on
+                # {}: Qwen3.5's layers hand rope_parameters to it on 0.5.9).
+                level[key] = None
+                notes.append(f"{key}: None (the class default is {{}})")
         _fit_sliding(level, notes)
         heads = level.get("num_attention_heads")
         if "head_dim" in level and level["head_dim"] is None and isinstance(heads, int) and heads and isinstance(level.get("hidden_size"), int):
