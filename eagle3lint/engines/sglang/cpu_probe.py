@@ -202,12 +202,15 @@ def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int], tower_keys: tupl
                 level[key] = value
                 notes.append(f"{key}: {value!r} (read without a default; checkpoints carry it)")
     for level in common.levels(config):
-        for key in ("rope_scaling", "rope_parameters"):
-            if level.get(key) == {}:
-                # An empty scaling is no scaling (get_rope raises "Unknown RoPE scaling type" on
-                # {}: Qwen3.5's layers hand rope_parameters to it on 0.5.9).
-                level[key] = None
-                notes.append(f"{key}: None (the class default is {{}})")
+        if level.get("rope_scaling") == {}:
+            # An empty scaling is no scaling (get_rope raises "Unknown RoPE scaling type" on {}).
+            level["rope_scaling"] = None
+            notes.append("rope_scaling: None (the class default is {})")
+        if level.get("rope_parameters") == {}:
+            # Qwen3.5's layers read rope_theta from it and hand it to get_rope on 0.5.9 (None or
+            # {} fail); checkpoints carry the default rotary's parameters.
+            level["rope_parameters"] = {"rope_type": "default", "rope_theta": level.get("rope_theta") or 10000.0}
+            notes.append(f"rope_parameters: {level['rope_parameters']} (the class default is {{}})")
         _fit_sliding(level, notes)
         heads = level.get("num_attention_heads")
         if "head_dim" in level and level["head_dim"] is None and isinstance(heads, int) and heads and isinstance(level.get("hidden_size"), int):
