@@ -229,9 +229,10 @@ def _record(message: str | None, phase: str = "init") -> dict[str, object]:
 
 
 def test_attributes_only_the_base_launch_needs_are_added(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The launch without the drafter lacks `score_func`: both launches rerun with it; the
-    drafter's launch then lacks `image_token_index` (what the drafter load copies), which the
-    launch without the drafter never reads: that crash is EAGLE-3's, and nothing is added for it."""
+    """The launch without the drafter lacks `score_func`: it reruns with it (and passes), then the
+    drafter's launch with it too; that one lacks `image_token_index` (what the drafter load
+    copies), which the launch without the drafter never reads: that crash is EAGLE-3's, and
+    nothing is added for it."""
     from eagle3lint.enginerun import sweep
     from eagle3lint.enginerun.spec import EngineRunSpec
 
@@ -248,7 +249,7 @@ def test_attributes_only_the_base_launch_needs_are_added(monkeypatch: pytest.Mon
     env = sweep.EngineEnv(spec, tmp_path / "python", "0", tmp_path)
     run = sweep.run_class(env, sweep.Launch("AfmoeForCausalLM"), None, tmp_path, 10.0)
     assert run.outcome.outcome == "crash" and "image_token_index" in run.outcome.cause
-    assert [mode for mode, _ in calls] == ["eagle", "base", "eagle", "base"]
+    assert [mode for mode, _ in calls] == ["eagle", "base", "base", "eagle"]
     assert calls[-1][1] == {"score_func": "softmax"} and "score_func='softmax'" in run.notes[0]
 
 
@@ -268,3 +269,81 @@ def test_guessed_values_by_name() -> None:
     assert moe["num_experts"] >= moe["num_experts_per_tok"] and "moe_intermediate_size" in moe
     assert stand_in_defaults("InternLM2ForCausalLM") == {}
     assert guess_missing("head_dim") == HEAD_DIM and guess_missing("num_nextn_predict_layers") == 1
+
+
+def test_mla_sizes_a_class_default_lacks_are_guessed_as_sizes() -> None:
+    """MiniCPM3's and GLM-5's class defaults lack kv_lora_rank: a None would be added up with the
+    rotary size (minicpm3.py, deepseek_v2.py: kv_lora_rank + qk_rope_head_dim)."""
+    from eagle3lint.enginerun.shrink import MLA_SIZES, guess_missing
+
+    for name in ("kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"):
+        assert guess_missing(name) == MLA_SIZES[name]
+    assert isinstance(guess_missing("q_lora_rank"), int)
+    # Qwen3-Next's layer schedule: an interval that keeps both kinds among the shrunken layers.
+    from eagle3lint.enginerun.shrink import TEXT_LAYERS
+
+    assert 1 < guess_missing("full_attention_interval") < TEXT_LAYERS
+    assert guess_missing("moe_layer_freq") == 1  # DeepSeek-V1's: every layer past the dense ones
+
+
+def test_a_hybrid_layer_schedule_keeps_every_kind_when_cut() -> None:
+    """A schedule whose first layers are all of one kind (a linear-attention layer every 10th)
+    keeps a layer of each kind: the engine checks a hybrid model has one of each."""
+    kinds = ["full_attention"] * 9 + ["sliding_attention"] + ["full_attention"] * 10
+    config = shrink_config({**LLAMA, "num_hidden_layers": 20, "layer_types": kinds}).config
+    assert len(config["layer_types"]) == config["num_hidden_layers"]
+    assert set(config["layer_types"]) == {"full_attention", "sliding_attention"}
+    assert config["layer_types"][0] == "full_attention"
+    # One kind throughout stays as it was, cut.
+    assert set(shrink_config(QWEN3_MOE).config["layer_types"]) == {"full_attention"}
+
+
+@pytest.mark.parametrize(
+    ("message", "name"),
+    [
+        ("'MistralConfig' object has no attribute 'n_shared_experts'", "n_shared_experts"),
+        ("AfmoeConfig must define `num_experts`.", "num_experts"),
+        ("'NoneType' object has no attribute 'hidden_size'", None),
+    ],
+)
+def test_the_attribute_a_failed_launch_names(message: str, name: str | None) -> None:
+    from eagle3lint.enginerun.sweep import missing_attribute
+
+    assert missing_attribute(message) == name
+
+
+def test_an_attribute_without_a_guess_is_not_retried(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """DeciLM's block_configs has no value to guess: a relaunch with None would fail alike."""
+    from eagle3lint.enginerun import sweep
+    from eagle3lint.enginerun.spec import EngineRunSpec
+
+    modes: list[str] = []
+
+    def fake_probe(env: object, launch: object, mode: str, workdir: object, timeout_s: object, slot: object, jobs: object, added: object = None) -> dict[str, object]:
+        modes.append(mode)
+        return _record("'DeciLMConfig' object has no attribute 'block_configs'")
+
+    monkeypatch.setattr(sweep, "probe_once", fake_probe)
+    spec = EngineRunSpec("sglang", tmp_path / "probe.py", REFUSALS, list, "", "", {})
+    run = sweep.run_class(sweep.EngineEnv(spec, tmp_path / "python", "0", tmp_path), sweep.Launch("DeciLMForCausalLM"), None, tmp_path, 10.0)
+    assert modes == ["eagle", "base"] and run.outcome.outcome == SETUP_FAILED
+    assert "block_configs" in run.notes[-1] and "not retried" in run.notes[-1]
+
+
+def test_a_language_model_nested_two_levels_down_shrinks() -> None:
+    """Qwen3-Omni's language model is thinker_config.text_config, its vision tower
+    thinker_config.vision_config: left at full size, the launch ran out of memory."""
+    omni = {"model_type": "qwen3_omni_moe", "thinker_config": {"image_token_id": 151655, "text_config": dict(QWEN3_MOE),
+                                                              "vision_config": dict(QWEN2_VL["vision_config"])}}
+    shrunk = shrink_config(omni)
+    thinker = shrunk.config["thinker_config"]
+    assert thinker["text_config"]["hidden_size"] == TEXT_HIDDEN and thinker["text_config"]["vocab_size"] <= VOCAB
+    assert thinker["vision_config"]["depth"] <= 2
+    assert thinker["image_token_id"] < VOCAB and shrunk.vocab == VOCAB
+
+
+def test_a_none_expert_width_gets_a_size() -> None:
+    """Kimi-Linear's class default leaves moe_intermediate_size None; SGLang's CPU start-up
+    takes it modulo a padding size (configs/update_config.py)."""
+    config = shrink_config({**QWEN3_MOE, "moe_intermediate_size": None}).config
+    assert isinstance(config["moe_intermediate_size"], int) and config["moe_intermediate_size"] > 0

@@ -104,28 +104,39 @@ def shrink_config(config: dict[str, Any], layers: int = TEXT_LAYERS) -> Shrunk:
     result = Shrunk(copy.deepcopy(config), layers=layers)
     text = _Targets(TEXT_HIDDEN, TEXT_HEADS, layers, INTERMEDIATE)
     _shrink_level(result.config, text, "", result.changes)
-    for key in TEXT_KEYS:
-        if isinstance(result.config.get(key), dict):
-            _shrink_level(result.config[key], text, key + ".", result.changes)
-    for key in TOWER_KEYS:
-        if isinstance(result.config.get(key), dict):
-            tower = result.config[key]
-            _shrink_level(tower, TOWER, key + ".", result.changes)
-            # A projector into the language model reads the tower's output at the text width.
-            for out in ("out_hidden_size", "projection_dim", "output_dim", "out_dim", "text_hidden_size"):
-                if _is_int(tower.get(out)):
-                    _set(tower, out, TEXT_HIDDEN, key + ".", result.changes)
+    _shrink_nested(result.config, text, "", result.changes)
     vocab = _vocab(result.config)
     result.vocab = vocab
     _remap_ids(result.config, vocab, {}, "", result.changes)
     return result
 
 
+def _shrink_nested(config: dict[str, Any], text: _Targets, where: str, changes: list[str]) -> None:
+    """The language-model and tower configs nested in ``config``, at any depth (Qwen3-Omni's
+    language model is thinker_config.text_config, its towers thinker_config.vision_config...)."""
+    for key in TEXT_KEYS:
+        if isinstance(config.get(key), dict):
+            _shrink_level(config[key], text, f"{where}{key}.", changes)
+            _shrink_nested(config[key], text, f"{where}{key}.", changes)
+    for key in TOWER_KEYS:
+        if isinstance(config.get(key), dict):
+            tower = config[key]
+            _shrink_level(tower, TOWER, f"{where}{key}.", changes)
+            # A projector into the language model reads the tower's output at the text width.
+            for out in ("out_hidden_size", "projection_dim", "output_dim", "out_dim", "text_hidden_size"):
+                if _is_int(tower.get(out)):
+                    _set(tower, out, TEXT_HIDDEN, f"{where}{key}.", changes)
+
+
 def _vocab(config: dict[str, Any]) -> int:
-    for level in [config, *(config[k] for k in TEXT_KEYS if isinstance(config.get(k), dict))]:
-        found = _first(level, VOCAB_KEYS)
-        if found is not None:
-            return found
+    found = _first(config, VOCAB_KEYS)
+    if found is not None:
+        return found
+    for key in TEXT_KEYS:
+        if isinstance(config.get(key), dict):
+            nested = _vocab(config[key])
+            if nested != VOCAB or _first(config[key], VOCAB_KEYS) is not None:
+                return nested
     return VOCAB
 
 
@@ -149,6 +160,10 @@ def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes
             _set(config, key, targets.intermediate, where, changes)
     for key in MOE_INTERMEDIATE_KEYS:
         if _is_int(config.get(key)) and config[key] > MOE_INTERMEDIATE:
+            _set(config, key, MOE_INTERMEDIATE, where, changes)
+        elif key in config and config[key] is None and targets is not TOWER and key == "moe_intermediate_size":
+            # A class default of None (Kimi-Linear's): engines take it modulo a padding size;
+            # checkpoints carry it.
             _set(config, key, MOE_INTERMEDIATE, where, changes)
     for key in LAYER_KEYS:
         if _is_int(config.get(key)):
@@ -233,11 +248,23 @@ def _per_layer_lists(config: dict[str, Any], old_layers: int, layers: int, where
         if not isinstance(value, list) or not value:
             continue
         if len(value) == old_layers and old_layers != layers:
-            _set(config, key, value[:layers] if len(value) > layers else value + value[-1:] * (layers - len(value)), where, changes)
+            _set(config, key, _cut_per_layer(value, layers), where, changes)
         elif "layer" in key and all(_is_int(v) for v in value):
             kept = [v for v in value if 0 <= v < layers]
             if kept != value:
                 _set(config, key, kept, where, changes)
+
+
+def _cut_per_layer(value: list[Any], layers: int) -> list[Any]:
+    """A per-layer list at ``layers`` entries; a list of layer kinds (strings) keeps every kind
+    the model had (the last layers take the kinds the first ``layers`` lack), so that a hybrid
+    model stays hybrid: engines check a hybrid architecture has at least one layer of each kind."""
+    cut = value[:layers] if len(value) > layers else value + value[-1:] * (layers - len(value))
+    if all(isinstance(v, str) for v in value):
+        lacking = list(dict.fromkeys(v for v in value if v not in cut))
+        if lacking and len(lacking) < layers:
+            cut = cut[: layers - len(lacking)] + lacking
+    return cut
 
 
 def _is_id_key(key: object) -> bool:
@@ -313,6 +340,12 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         return {"rope_type": "default", "rope_theta": 10000.0}
     if "theta" in lowered or "rope_base" in lowered:
         return 10000.0
+    if lowered in MLA_SIZES:
+        # An MLA size a class default lacks (MiniCPM3's, GLM-5's kv_lora_rank): None would be
+        # added up with the rotary size.
+        return MLA_SIZES[lowered]
+    if lowered.endswith("_lora_rank"):
+        return MLA_SIZES["kv_lora_rank"]
     if "eps" in lowered:
         return 1e-6
     if "activation" in lowered or lowered.endswith(("_act", "act_fn")):
@@ -329,6 +362,13 @@ def guess_missing(name: str, vocab: int = VOCAB) -> Any:
         return True
     if lowered.endswith(("head_dim", "_head_size")) or lowered in ("rotary_dim", "rope_dim"):
         return HEAD_DIM
+    if lowered.endswith("_interval"):
+        # Every n-th layer of a kind (Qwen3-Next's full_attention_interval, 4 in its checkpoints):
+        # both kinds stay among the shrunken layers.
+        return 4
+    if lowered.endswith("_freq"):
+        # A MoE layer every n layers (DeepSeek's moe_layer_freq, 1 in its checkpoints).
+        return 1
     if lowered.startswith("first_k") or lowered.endswith("_replace"):
         return 1
     if lowered in EXPERT_KEYS:

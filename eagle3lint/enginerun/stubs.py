@@ -10,33 +10,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+# The placeholder module: its names come from the probes' shared module (enginerun/probe_path/,
+# on the launch's PYTHONPATH beside these stand-ins).
 _PLACEHOLDER = '''"""An inert stand-in written by eagle3lint engine-run: names resolve, nothing works."""
+from eagle3lint_probe import Inert as _Inert, inert_getattr as __getattr__  # noqa: F401
+
 __version__ = "0.0.0+eagle3lint.stub"
-
-
-class _Inert:
-    def __init__(self, *args, **kwargs):
-        pass
-
-    def __call__(self, *args, **kwargs):
-        raise RuntimeError("eagle3lint engine-run: an inert stand-in was called")
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Inert()
-
-    def __getitem__(self, key):
-        return _Inert()
-
-    def __mro_entries__(self, bases):
-        return (object,)
-
-
-def __getattr__(name):
-    if name.startswith("__"):
-        raise AttributeError(name)
-    return _Inert()
 '''
 
 STUBBED = {
@@ -51,7 +30,7 @@ def write_stubs(root: Path) -> Path:
             folder = root / package / module
             folder.mkdir(parents=True, exist_ok=True)
             init = folder / "__init__.py"
-            if not init.exists():
+            if not init.exists() or init.read_text(encoding="utf-8") != _PLACEHOLDER:
                 init.write_text(_PLACEHOLDER, encoding="utf-8")
             if module.endswith("functional"):
                 (folder.parent / "functional.py").unlink(missing_ok=True)

@@ -165,7 +165,16 @@ def _kill_group(process: subprocess.Popen[bytes]) -> None:
         process.kill()
 
 
-MISSING_ATTRIBUTE = re.compile(r"^'(\w*Config)' object has no attribute '(\w+)'$")
+# The probes' shared module (eagle3lint_probe, standard library only): first on a launch's
+# PYTHONPATH, as the engine's interpreter has no eagle3lint to import it from.
+PROBE_PATH = Path(__file__).with_name("probe_path")
+
+# How a launch names a config attribute the class default lacks: transformers' AttributeError, or
+# a model's own check of a getattr(config, NAME, None) (Afmoe: "AfmoeConfig must define `num_experts`.").
+MISSING_ATTRIBUTE = (
+    re.compile(r"^'(\w*Config)' object has no attribute '(\w+)'$"),
+    re.compile(r"^(\w*Config) must define `(\w+)`"),
+)
 # How many attributes a class default's config may gain, one per try.
 ATTRIBUTE_TRIES = 8
 
@@ -192,7 +201,9 @@ def probe_once(
     spec_path.write_text(json.dumps(spec), encoding="utf-8")
     environment = {**os.environ, **env.spec.env, **env.spec.slot_env(slot, jobs)}
     stubs = write_stubs(workdir.parent / "stubs")
-    environment["PYTHONPATH"] = os.pathsep.join(p for p in (*map(str, env.spec.pythonpath), str(stubs), environment.get("PYTHONPATH", "")) if p)
+    environment["PYTHONPATH"] = os.pathsep.join(
+        p for p in (str(PROBE_PATH), *map(str, env.spec.pythonpath), str(stubs), environment.get("PYTHONPATH", "")) if p
+    )
     # vLLM caches each architecture's inspection under its cache root: one per engine interpreter,
     # so no other installation's entries are read.
     environment.setdefault("VLLM_CACHE_ROOT", str(env.python.parent.parent / "eagle3lint-vllm-cache"))
@@ -221,11 +232,13 @@ def probe_once(
 def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, workdir: Path, timeout_s: float, slot: int = 0, jobs: int = 1) -> ClassRun:
     """The launch with the drafter; where it fails short of the engine's refusal, the same launch
     without it, so that a failing set-up is never blamed on EAGLE-3. Where the launch *without*
-    the drafter reads a config attribute the class default lacks (checkpoints carry it), both
-    launches again with a value for it: only what the drafter's launch alone reads can be
-    EAGLE-3's crash (a multimodal id the drafter load copies is never added)."""
+    the drafter reads a config attribute the class default lacks (checkpoints carry it), it runs
+    again with a value for it, one attribute at a time, then the launch with the drafter once more
+    with all of them: only what the drafter's launch alone reads can be EAGLE-3's crash (a
+    multimodal id the drafter load copies is never added)."""
     start = time.monotonic()
     added: dict[str, Any] = {}
+    unguessed: list[str] = []
     launches: list[float] = []
 
     def timed(mode: str) -> dict[str, Any] | None:
@@ -234,23 +247,42 @@ def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, wor
         launches.append(round(time.monotonic() - began, 1))
         return record
 
-    while True:
-        eagle = timed("eagle")
-        base = None
-        first = classify(eagle, None, env.spec.refusals)
-        if first.outcome in ("works", "silent", "refused", UNMATCHED) or (eagle or {}).get("failed_in") == "setup":
-            break
+    eagle = timed("eagle")
+    base = None
+    first = classify(eagle, None, env.spec.refusals)
+    if first.outcome not in ("works", "silent", "refused", UNMATCHED) and (eagle or {}).get("failed_in") != "setup":
         base = timed("base")
-        missing = MISSING_ATTRIBUTE.match(str(((base or {}).get("error") or {}).get("message", "")))
-        if launch.model_path is not None or missing is None or missing.group(2) in added or len(added) >= ATTRIBUTE_TRIES:
-            break
-        added[missing.group(2)] = shrink.guess_missing(missing.group(2))
+        while launch.model_path is None and len(added) < ATTRIBUTE_TRIES:
+            name = missing_attribute(str(((base or {}).get("error") or {}).get("message", "")))
+            if name is None or name in added:
+                break
+            guess = shrink.guess_missing(name)
+            if guess is None:
+                # No value to give (a nested config, a list of block settings): another launch
+                # would fail alike.
+                unguessed.append(name)
+                break
+            added[name] = guess
+            base = timed("base")
+        if added:
+            eagle = timed("eagle")
     outcome = classify(eagle, base, env.spec.refusals)
     timings = (eagle or {}).get("timings") or {}
     run = ClassRun(launch.architecture, prediction, outcome, eagle, base, round(time.monotonic() - start, 1), timings.get("init"), launch_seconds=launches)
     if added:
         run.notes.append("config attributes the class default lacks, added: " + ", ".join(f"{k}={v!r}" for k, v in added.items()))
+    if unguessed:
+        run.notes.append("config attribute the class default lacks, no value to guess (not retried): " + ", ".join(unguessed))
     return run
+
+
+def missing_attribute(message: str) -> str | None:
+    """The config attribute a failed launch says the config lacks, if it says so."""
+    for pattern in MISSING_ATTRIBUTE:
+        found = pattern.match(message)
+        if found is not None:
+            return found.group(2)
+    return None
 
 
 def run_many(

@@ -19,21 +19,24 @@ hooks, records the ids and interface calls into the same record, and ends the la
 process group) once the outcome is known, so nothing after it overwrites the record.
 
 This file is never imported by eagle3lint (it imports sglang and torch); the linter only runs it.
+What the probes share (the record, loading the shrinker, a config class's defaults) is
+``eagle3lint_probe``, on the launch's PYTHONPATH (``enginerun/probe_path/``), so the scheduler
+child finds it too.
 """
 
 from __future__ import annotations
 
 import contextlib
-import importlib.util
 import json
 import os
 import re
 import signal
 import sys
-import time
-import traceback
 from pathlib import Path
 from typing import Any
+
+import eagle3lint_probe as common
+from eagle3lint_probe import STAND_IN_HOW, Record
 
 SPEC_ENV = "EAGLE3LINT_SGLANG_PROBE_SPEC"
 KILL_GROUP_ENV = "EAGLE3LINT_SGLANG_PROBE_KILL_GROUP"
@@ -51,71 +54,7 @@ INTERFACE = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_an
 PROMPT = list(range(3, 19))
 
 
-def _load(name: str, path: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class Record:
-    """The record file, shared by the probe and its scheduler child: each rereads it before a
-    write, and a record the child has decided (``decided``) is never overwritten by the parent."""
-
-    def __init__(self, path: str, fresh: bool) -> None:
-        self.path = path
-        # Wall-clock: the scheduler child's phases count from the probe's start too.
-        self.data: dict[str, Any] = {"phase": "start", "ok": False, "timings": {}, "started_at": time.time()}
-        if not fresh:
-            self.reload()
-
-    def reload(self) -> None:
-        with contextlib.suppress(OSError, ValueError):
-            self.data = json.loads(Path(self.path).read_text(encoding="utf-8"))
-
-    def phase(self, name: str) -> None:
-        self.data.setdefault("timings", {})[self.data["phase"]] = round(time.time() - self.data["started_at"], 2)
-        self.data["phase"] = name
-        self.write()
-
-    def write(self) -> None:
-        tmp = f"{self.path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.data, f, default=str)
-        os.replace(tmp, self.path)
-
-
-def _frames(exc: BaseException) -> list[str]:
-    frames = traceback.extract_tb(exc.__traceback__)
-    return [f"{f.filename.split('site-packages/')[-1]}:{f.lineno} in {f.name}" for f in frames][-8:]
-
-
-def _error(exc: BaseException) -> dict[str, Any]:
-    return {"type": type(exc).__name__, "message": str(exc)[:2000], "frames": _frames(exc)}
-
-
 # ---- the config ---------------------------------------------------------------------------------
-
-def _arch_model_types() -> dict[str, str]:
-    """transformers' architecture -> model type, from its auto-model tables."""
-    from transformers.models.auto import modeling_auto
-
-    found: dict[str, str] = {}
-    for attr in dir(modeling_auto):
-        table = getattr(modeling_auto, attr)
-        if attr.endswith("_MAPPING_NAMES") and isinstance(table, dict):
-            for model_type, archs in table.items():
-                for arch in archs if isinstance(archs, (list, tuple)) else [archs]:
-                    if isinstance(arch, str):
-                        found.setdefault(arch, model_type)
-    return found
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
-
 
 def _sglang_configs() -> dict[str, Any]:
     """SGLang's own config classes, by model type (those transformers lacks)."""
@@ -135,19 +74,17 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
     from transformers import CONFIG_MAPPING
 
     own = _sglang_configs()
-    model_type = _arch_model_types().get(architecture)
+    model_type = common.arch_model_types().get(architecture)
     how = "transformers' auto tables"
     if model_type is None:
         # SGLang-only architectures: the config class whose model type the architecture starts with.
-        stem = _norm(re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture))
-        candidates = [*own.keys(), *CONFIG_MAPPING.keys()]
-        best = max((t for t in candidates if stem.startswith(_norm(t)) and _norm(t)), key=lambda t: len(_norm(t)), default=None)
+        best = common.model_type_by_name(architecture, [*own.keys(), *CONFIG_MAPPING.keys()])
         if best is None:
             # Remote code only (InternLM3...): Llama's config under the architecture's own model
             # type, registered with transformers in this process and the scheduler's, as vLLM's
             # probe does (a checkpoint's config.json gives such a class every key it reads; what
             # Llama's lacks, the launch names and the sweep adds on its retry).
-            stem = re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture).lower()
+            stem = common.stem(architecture).lower()
             if not stem:
                 raise LookupError(f"no config class found for {architecture}")
             return stem, _stand_in_config(stem), "no config class of its own: " + STAND_IN_HOW
@@ -155,9 +92,6 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
     if model_type in own:
         return model_type, own[model_type], how + " (SGLang's config)"
     return model_type, CONFIG_MAPPING[model_type], how
-
-
-STAND_IN_HOW = "Llama's, as a stand-in"
 
 
 def _stand_in_config(model_type: str) -> Any:
@@ -180,28 +114,70 @@ if os.environ.get(STAND_IN_ENV):
     _stand_in_config(os.environ[STAND_IN_ENV])
 
 
-COMMON_KEYS = {"output_attentions", "output_hidden_states", "return_dict", "transformers_version", "torchscript", "use_return_dict", "dtype", "torch_dtype"}
+# Fields a release reads from a model type's (or an architecture's) config without a default and
+# its config class lacks (published checkpoints carry them): 0.5.9's Kimi-K2.5 wrapper sizes its
+# projector by vt_hidden_size; 0.5.9's Ministral-3 reads transformers 5's rope_parameters, which
+# the transformers beside it (4.57, whose closest config class is Ministral's) has not.
+READ_WITHOUT_DEFAULT: dict[str, dict[str, Any]] = {
+    "kimi_k25": {"vt_hidden_size": 128},
+    "Ministral3ForCausalLM": {"rope_parameters": {"rope_type": "default", "rope_theta": 1000000.0}},
+}
 
 
-def _plain(config: dict[str, Any], nested: bool = False) -> dict[str, Any]:
-    out = {}
+def _text_levels(config: dict[str, Any]) -> list[dict[str, Any]]:
+    """The language-model configs nested in a multimodal one, at any depth (Qwen3-Omni's is
+    thinker_config.text_config)."""
+    found = []
     for key, value in config.items():
-        if isinstance(key, str) and (key.startswith("_") or (nested and key in COMMON_KEYS)):
+        if isinstance(value, dict):
+            if key == "text_config":
+                found.append(value)
+            found.extend(_text_levels(value))
+    return found
+
+
+def _mrope_sections(level: dict[str, Any]) -> list[int]:
+    """Three M-RoPE sections adding up to half the head size (Qwen-VL checkpoints: 24, 20, 20 of 64)."""
+    heads = level.get("num_attention_heads") or 1
+    half = int(level.get("head_dim") or level.get("hidden_size", 128) // heads) // 2
+    return [half - 2 * (half * 5 // 16), half * 5 // 16, half * 5 // 16]
+
+
+# The families whose language model rotates by M-RoPE (Qwen2/2.5/3-VL, Qwen3-Omni...): their model
+# types name them.
+MROPE_FAMILY = re.compile(r"(^|_)(vl|omni)(_|$)")
+
+
+def _fit_multimodal(config: dict[str, Any], notes: list[str], tower_keys: tuple[str, ...]) -> None:
+    """An M-RoPE family's language model with no rope scaling at all (the class default): SGLang's
+    VL models test ``"mrope_section" in config.rope_scaling`` and published checkpoints carry the
+    M-RoPE sections there. Not an MLA language model (Kimi-K2.5's): its CPU rotary is YaRN's."""
+    if not MROPE_FAMILY.search(str(config.get("model_type"))):
+        return
+    if not any(isinstance(config.get(k), dict) for k in tower_keys) and "thinker_config" not in config:
+        return
+    for level in _text_levels(config):
+        if "kv_lora_rank" in level:
             continue
-        out[key] = _plain(value, True) if isinstance(value, dict) and key not in ("id2label", "label2id") else value
-    return out
+        if "rope_scaling" in level and level["rope_scaling"] is None and not isinstance(level.get("rope_parameters"), dict):
+            level["rope_scaling"] = {"rope_type": "default", "mrope_section": _mrope_sections(level)}
+            notes.append(f"text_config.rope_scaling: {level['rope_scaling']} (M-RoPE, as multimodal checkpoints carry)")
 
 
-def _levels(config: dict[str, Any]) -> list[dict[str, Any]]:
-    return [config, *(v for v in config.values() if isinstance(v, dict) and "hidden_size" in v)]
+def _fit_sliding(level: dict[str, Any], notes: list[str]) -> None:
+    """A class default with a sliding window and every layer full (Mellum's, Laguna's): the
+    hybrid-SWA start-up needs a sliding layer, and checkpoints have them (three in four here)."""
+    kinds = level.get("layer_types")
+    window = level.get("sliding_window")
+    if (
+        isinstance(kinds, list) and len(kinds) > 1 and all(k == "full_attention" for k in kinds)
+        and isinstance(window, int) and not isinstance(window, bool) and window > 0 and level.get("use_sliding_window") is not False
+    ):
+        level["layer_types"] = ["full_attention" if i % 4 == 3 else "sliding_attention" for i in range(len(kinds))]
+        notes.append(f"layer_types: {level['layer_types']} (a sliding window with no sliding layer)")
 
 
-# Fields a release reads from a model type's config without a default and its config class lacks
-# (published checkpoints carry them): 0.5.9's Kimi-K2.5 wrapper sizes its projector by vt_hidden_size.
-READ_WITHOUT_DEFAULT: dict[str, dict[str, Any]] = {"kimi_k25": {"vt_hidden_size": 128}}
-
-
-def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int]) -> list[str]:
+def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int], tower_keys: tuple[str, ...] = ()) -> list[str]:
     """What a launch needs of a built config, whatever the class: MLA's rotary embedding on CPU is
     the DeepSeek-YaRN one (the CPU MLA path reads its scaling factors); a nested language-model
     config names its architecture, as a checkpoint's does (DeepSeek's start-up reads
@@ -216,12 +192,26 @@ def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int]) -> list[str]:
             if isinstance(causal, str):
                 nested["architectures"] = [causal]
                 notes.append(f"{key}.architectures: [{causal}] (its model type's causal LM)")
-    for key, value in READ_WITHOUT_DEFAULT.get(str(config.get("model_type")), {}).items():
-        for level in _levels(config):
+    wanted = {**READ_WITHOUT_DEFAULT.get(str(config.get("model_type")), {})}
+    for architecture in config.get("architectures") or ():
+        wanted.update(READ_WITHOUT_DEFAULT.get(str(architecture), {}))
+    _fit_multimodal(config, notes, tower_keys)
+    for key, value in wanted.items():
+        for level in common.levels(config):
             if level.get(key) is None:
                 level[key] = value
                 notes.append(f"{key}: {value!r} (read without a default; checkpoints carry it)")
-    for level in _levels(config):
+    for level in common.levels(config):
+        if level.get("rope_scaling") == {}:
+            # An empty scaling is no scaling (get_rope raises "Unknown RoPE scaling type" on {}).
+            level["rope_scaling"] = None
+            notes.append("rope_scaling: None (the class default is {})")
+        if level.get("rope_parameters") == {}:
+            # Qwen3.5's layers read rope_theta from it and hand it to get_rope on 0.5.9 (None or
+            # {} fail); checkpoints carry the default rotary's parameters.
+            level["rope_parameters"] = {"rope_type": "default", "rope_theta": level.get("rope_theta") or 10000.0}
+            notes.append(f"rope_parameters: {level['rope_parameters']} (the class default is {{}})")
+        _fit_sliding(level, notes)
         heads = level.get("num_attention_heads")
         if "head_dim" in level and level["head_dim"] is None and isinstance(heads, int) and heads and isinstance(level.get("hidden_size"), int):
             # A class default of None (Mistral's, MiniMax-M2's): SGLang's getattr(config, "head_dim",
@@ -230,10 +220,11 @@ def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int]) -> list[str]:
             notes.append(f"head_dim: {level['head_dim']} (hidden_size / num_attention_heads; the class default is None)")
         if isinstance(level.get("qk_rope_head_dim"), int) or "kv_lora_rank" in level:
             for key, size in mla_sizes.items():
-                # MLA sizes a class default leaves None (MiniCPM3's, Mistral-Large-3's): SGLang adds
-                # them up (kv_lora_rank + qk_rope_head_dim); checkpoints carry them. A None
-                # q_lora_rank means no query LoRA and stays.
-                if key != "q_lora_rank" and key in level and level[key] is None:
+                # MLA sizes a class default leaves None or lacks (MiniCPM3's, Mistral-Large-3's,
+                # whose closest config class is Mistral's): SGLang adds them up (kv_lora_rank +
+                # qk_rope_head_dim); checkpoints carry them all. A None q_lora_rank means no query
+                # LoRA and stays.
+                if key != "q_lora_rank" and key != "qk_head_dim" and level.get(key) is None:
                     level[key] = size
                     notes.append(f"{key}: {size} (an MLA size the class default leaves None)")
         if isinstance(level.get("hidden_activation"), str) and level.get("hidden_act") != level["hidden_activation"]:
@@ -272,7 +263,7 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         model_type, cls, how = _config_class(architecture)
         # The config class's own type (transformers' tables name LlamaForCausalLM under code_llama).
         model_type = getattr(cls, "model_type", None) or model_type
-        defaults = _plain(cls().to_dict())
+        defaults = common.plain(cls().to_dict())
         if how.endswith(STAND_IN_HOW):
             defaults.update(shrink.stand_in_defaults(architecture))
         shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
@@ -282,11 +273,14 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         for key in ("torch_dtype", "dtype"):
             config.pop(key, None)
         config["torch_dtype"] = "float32"
-        for key, value in (spec.get("config_added") or {}).items():
-            # What the engine read and the class default lacks: at every level that has sizes.
-            for level in _levels(config):
-                level.setdefault(key, value)
-        changes = list(shrunk.changes) + _cpu_fit(config, shrink.MLA_SIZES)
+        added = dict(spec.get("config_added") or {})
+        if set(added) & set(shrink.STAND_IN_MOE):
+            # The launch asked for an expert setting the class default lacks (Mistral-Large-3's
+            # closest config class is Mistral's, dense): the class is a mixture of experts, and
+            # its checkpoints carry the whole set, not one key a launch.
+            added = {**shrink.STAND_IN_MOE, **added}
+        common.add_attributes(config, added)
+        changes = list(shrunk.changes) + _cpu_fit(config, shrink.MLA_SIZES, shrink.TOWER_KEYS)
         hidden, vocab = shrunk.hidden, shrunk.vocab
         text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
         hidden = text.get("hidden_size") or hidden
@@ -401,7 +395,7 @@ def scheduler_entry(*args: Any, **kwargs: Any) -> Any:
         try:
             original_init(self, *a, **k)
         except BaseException as exc:
-            record.data["error"] = _error(exc)
+            record.data["error"] = common.error(exc)
             record.data["failed_in"] = "init"
             message = str(exc)
             if spec["mode"] == "eagle" and WALL.search(message) and any(WALL_FILE in f for f in record.data["error"]["frames"]):
@@ -463,7 +457,7 @@ def main() -> int:
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     record = Record(spec["out"], fresh=True)
     record.data["mode"] = spec["mode"]
-    shrink = _load("eagle3lint_probe_shrink", spec["shrink_path"])
+    shrink = common.load("eagle3lint_probe_shrink", spec["shrink_path"])
     os.environ[SPEC_ENV] = spec_path
     if os.getpgid(0) == os.getpid():
         os.environ[KILL_GROUP_ENV] = "1"
@@ -501,7 +495,7 @@ def main() -> int:
         if record.data.get("decided"):
             return 0 if record.data.get("ok") else 1
         record.data["failed_in"] = record.data["phase"]
-        record.data["error"] = _error(exc)
+        record.data["error"] = common.error(exc)
         record.phase("failed")
         return 1
     finally:

@@ -12,19 +12,20 @@ exception, its innermost frames and the phase it happened in.
 
 This file is never imported by eagle3lint (it imports vllm and torch); the linter only runs it.
 The record is rewritten at every phase, so a run killed at its time limit still says how far it got.
+What the probes share (the record, loading the shrinker, a config class's defaults) is
+``eagle3lint_probe``, on the launch's PYTHONPATH (``enginerun/probe_path/``).
 """
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import re
 import sys
-import time
-import traceback
 from pathlib import Path
 from typing import Any
+
+import eagle3lint_probe as common
+from eagle3lint_probe import STAND_IN_HOW, Record
 
 # The Transformers modeling backend's classes wrap a transformers model: they are launched with a
 # transformers architecture and model_impl="transformers" (the class vLLM then picks).
@@ -38,53 +39,7 @@ BACKEND_STAND_INS = {
 STEPS_RECORDED = 6  # forward passes whose states are matched (the profile run and the first steps)
 
 
-def _load(name: str, path: str) -> Any:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
-
-
-class Record:
-    def __init__(self, path: str) -> None:
-        self.path = path
-        self.data: dict[str, Any] = {"phase": "start", "ok": False, "timings": {}}
-        self.start = time.monotonic()
-
-    def phase(self, name: str) -> None:
-        self.data["timings"][self.data["phase"]] = round(time.monotonic() - self.start, 2)
-        self.data["phase"] = name
-        self.write()
-
-    def write(self) -> None:
-        tmp = self.path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.data, f, default=str)
-        os.replace(tmp, self.path)
-
-
 # ---- the config ---------------------------------------------------------------------------------
-
-def _arch_model_types() -> dict[str, str]:
-    """transformers' architecture -> model type, from its auto-model tables."""
-    from transformers.models.auto import modeling_auto
-
-    found: dict[str, str] = {}
-    for attr in dir(modeling_auto):
-        table = getattr(modeling_auto, attr)
-        if attr.endswith("_MAPPING_NAMES") and isinstance(table, dict):
-            for model_type, archs in table.items():
-                for arch in archs if isinstance(archs, (list, tuple)) else [archs]:
-                    if isinstance(arch, str):
-                        found.setdefault(arch, model_type)
-    return found
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"[^a-z0-9]", "", text.lower())
-
 
 def _config_class(architecture: str) -> tuple[str, Any, str]:
     """(model type, config class, how it was found) for an architecture."""
@@ -109,13 +64,10 @@ def _config_class(architecture: str) -> tuple[str, Any, str]:
     # own model type, registered with transformers in this process (a checkpoint's config.json
     # gives such a class every key it reads; what Llama's lacks, the launch names and the sweep
     # adds on its retry).
-    stem = re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture).lower()
+    stem = common.stem(architecture).lower()
     if not stem:
         raise LookupError(f"no config class found for {architecture} (none of its own, none of its vLLM bases')")
     return stem, _stand_in_config(stem), "no config class of its own or its bases': " + STAND_IN_HOW
-
-
-STAND_IN_HOW = "Llama's, as a stand-in"
 
 
 def _stand_in_config(model_type: str) -> Any:
@@ -130,33 +82,17 @@ def _own_config_class(architecture: str) -> tuple[str, Any, str]:
     from transformers import CONFIG_MAPPING
     from vllm.transformers_utils.config import _CONFIG_REGISTRY
 
-    model_type = _arch_model_types().get(architecture)
+    model_type = common.arch_model_types().get(architecture)
     how = "transformers' auto tables"
     if model_type is None:
         # vLLM-only architectures: the model type whose name the architecture starts with.
-        stem = _norm(re.sub(r"(For(CausalLM|ConditionalGeneration)|LMHeadModel|Model)$", "", architecture))
-        candidates = [*_CONFIG_REGISTRY.keys(), *CONFIG_MAPPING.keys()]
-        best = max((t for t in candidates if stem.startswith(_norm(t)) and _norm(t)), key=lambda t: len(_norm(t)), default=None)
+        best = common.model_type_by_name(architecture, [*_CONFIG_REGISTRY.keys(), *CONFIG_MAPPING.keys()])
         if best is None:
             raise LookupError(f"no config class found for {architecture}")
         model_type, how = best, "the architecture's name"
     if model_type in _CONFIG_REGISTRY:
         return model_type, _CONFIG_REGISTRY[model_type], how + " (vLLM's config)"
     return model_type, CONFIG_MAPPING[model_type], how
-
-
-# What every transformers config carries: written into a nested config, vLLM's own config classes
-# refuse them as unknown arguments.
-COMMON_KEYS = {"output_attentions", "output_hidden_states", "return_dict", "transformers_version", "torchscript", "use_return_dict", "dtype", "torch_dtype"}
-
-
-def _plain(config: dict[str, Any], nested: bool = False) -> dict[str, Any]:
-    out = {}
-    for key, value in config.items():
-        if isinstance(key, str) and (key.startswith("_") or (nested and key in COMMON_KEYS)):
-            continue
-        out[key] = _plain(value, True) if isinstance(value, dict) and key not in ("id2label", "label2id") else value
-    return out
 
 
 def is_multimodal(target: str, shrink: Any) -> bool:
@@ -187,7 +123,7 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
     else:
         architecture = BACKEND_STAND_INS.get(spec["architecture"], spec["architecture"])
         model_type, cls, how = _config_class(architecture)
-        defaults = _plain(cls().to_dict())
+        defaults = common.plain(cls().to_dict())
         if how.endswith(STAND_IN_HOW):
             defaults.update(shrink.stand_in_defaults(architecture))
         shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
@@ -197,10 +133,7 @@ def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[st
         for key in ("torch_dtype", "dtype"):
             config.pop(key, None)
         config["torch_dtype"] = "float32"
-        for key, value in (spec.get("config_added") or {}).items():
-            # What the engine read and the class default lacks: at every level that has sizes.
-            for level in [config, *(v for v in config.values() if isinstance(v, dict) and "hidden_size" in v)]:
-                level.setdefault(key, value)
+        common.add_attributes(config, spec.get("config_added") or {})
         hidden, vocab = shrunk.hidden, shrunk.vocab
         text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
         hidden = text.get("hidden_size") or hidden
@@ -375,17 +308,12 @@ class Observer:
 
 # ---- the run --------------------------------------------------------------------------------------
 
-def _frames(exc: BaseException) -> list[str]:
-    frames = traceback.extract_tb(exc.__traceback__)
-    return [f"{f.filename.split('site-packages/')[-1]}:{f.lineno} in {f.name}" for f in frames][-8:]
-
-
 def main() -> int:
     spec = json.loads(Path(sys.argv[1]).read_text(encoding="utf-8"))
     record = Record(spec["out"])
     record.data["mode"] = spec["mode"]
-    shrink = _load("eagle3lint_probe_shrink", spec["shrink_path"])
-    matcher = _load("eagle3lint_probe_matcher", spec["matcher_path"])
+    shrink = common.load("eagle3lint_probe_shrink", spec["shrink_path"])
+    matcher = common.load("eagle3lint_probe_matcher", spec["matcher_path"])
     try:
         record.phase("setup")
         target, drafter = build_folders(spec, record, shrink)
@@ -430,7 +358,7 @@ def main() -> int:
         record.phase("done")
     except BaseException as exc:
         record.data["failed_in"] = record.data["phase"]
-        record.data["error"] = {"type": type(exc).__name__, "message": str(exc)[:2000], "frames": _frames(exc)}
+        record.data["error"] = common.error(exc)
         record.phase("failed")
         return 1
     return 0
