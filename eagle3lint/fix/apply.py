@@ -7,13 +7,14 @@ from __future__ import annotations
 import ast
 import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from eagle3lint.common.lines import first_line_ending, line_ending, source_lines
+from eagle3lint.fix.cst_find import cst_class, cst_method, indented_block, is_kind, walk_statements
 from eagle3lint.fix.cst_lists import insert_elements
 from eagle3lint.fix.edits import (
     AFTER,
@@ -342,18 +343,18 @@ def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | No
             placement.imports[id(statement)].append((edit.position, edit.name, alias))
             placement.visit |= {id(module), id(module.body[0])}
             continue
-        cls = _find_class(module, edit.class_path)
+        cls = cst_class(module, edit.class_path)
         placement.visit |= _path_ids(module, cls, _statement_container) | {id(cls), id(cls.body)}
         if isinstance(edit, InsertMembers):
             nodes = _snippet(edit.source, module)
             blank = [cst.EmptyLine(indent=False)] * (spacing or _member_spacing(cls))
             nodes[0] = nodes[0].with_changes(leading_lines=[*blank, *nodes[0].leading_lines])
             if edit.after is None:
-                placement.body_end[id(_block(cls))].extend(nodes)
+                placement.body_end[id(indented_block(cls))].extend(nodes)
             else:
-                placement.after[id(_find_function(cls, edit.after))].extend(nodes)
+                placement.after[id(cst_method(cls, edit.after))].extend(nodes)
         elif isinstance(edit, InsertStatements):
-            fn = _find_function(cls, edit.function)
+            fn = cst_method(cls, edit.function)
             nodes = _snippet(edit.source, module)
             if edit.anchor_line == 0:
                 owner: cst.CSTNode = fn
@@ -366,13 +367,13 @@ def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | No
             elif edit.where == AFTER:
                 placement.after[id(owner)].extend(nodes)
             elif edit.where == BODY_START:
-                placement.body_start[id(_block(owner))].extend(nodes)
+                placement.body_start[id(indented_block(owner))].extend(nodes)
             elif edit.where == BODY_END:
-                placement.body_end[id(_block(owner))].extend(nodes)
+                placement.body_end[id(indented_block(owner))].extend(nodes)
             else:
                 raise ApplyError(f"unknown insertion place {edit.where!r}")
         elif isinstance(edit, AddKeyword):
-            fn = _find_function(cls, edit.function)
+            fn = cst_method(cls, edit.function)
             call = _find_call(parsed, fn, edit.line, edit.func)
             placement.keywords[id(call)].append((edit.keyword, edit.value))
             placement.visit |= _path_ids(cls, call, lambda node: True)
@@ -380,10 +381,10 @@ def _apply_to_piece(parsed: ParsedFile, edits: Sequence[Edit], spacing: int | No
             base = cst.Arg(value=cst.parse_expression(edit.name))
             placement.bases[id(cls)].append((edit.position, edit.name, base))
         elif isinstance(edit, RenameMethod):
-            fn = _find_function(cls, edit.old)
+            fn = cst_method(cls, edit.old)
             placement.renames[id(fn)] = edit
         elif isinstance(edit, EnumerateLoop):
-            fn = _find_function(cls, edit.function)
+            fn = cst_method(cls, edit.function)
             loop = _find_statement(parsed, fn, edit.line, "For")
             placement.loops[id(loop)] = edit
             placement.visit |= _path_ids(cls, loop, _statement_container) | {id(fn)}
@@ -401,85 +402,14 @@ def _find_import_from(module: cst.Module) -> cst.ImportFrom:
 
 
 # ---- locating nodes --------------------------------------------------------------------------
-def _compound_bodies(stmt: cst.CSTNode) -> Iterator[Sequence[cst.BaseStatement]]:
-    """Statement lists directly inside a compound statement (not a def or class); an ``elif``
-    counts as a list holding one ``if``, as in the ``ast``."""
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef, cst.SimpleStatementLine)):
-        return
-    body = getattr(stmt, "body", None)
-    if isinstance(body, cst.IndentedBlock):
-        yield body.body
-    for part in [*(getattr(stmt, "handlers", ()) or ()), *(getattr(stmt, "cases", ()) or ())]:
-        if isinstance(part.body, cst.IndentedBlock):
-            yield part.body.body
-    orelse = getattr(stmt, "orelse", None)
-    if isinstance(orelse, cst.If):
-        yield [orelse]
-    elif isinstance(orelse, cst.Else) and isinstance(orelse.body, cst.IndentedBlock):
-        yield orelse.body.body
-    final = getattr(stmt, "finalbody", None)
-    if isinstance(final, cst.Finally) and isinstance(final.body, cst.IndentedBlock):
-        yield final.body.body
-
-
-def _walk_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStatement]:
-    for stmt in body:
-        yield stmt
-        for inner in _compound_bodies(stmt):
-            yield from _walk_statements(inner)
-
-
-def _find_class(module: cst.Module, class_path: tuple[str, ...]) -> cst.ClassDef:
-    found = [s for s in _walk_statements(module.body) if isinstance(s, cst.ClassDef) and s.name.value == class_path[0]]
-    for part in class_path[1:]:
-        found = [s for cls in found for s in _block(cls).body if isinstance(s, cst.ClassDef) and s.name.value == part]
-    name = ".".join(class_path)
-    if not found:
-        raise ApplyError(f"class `{name}` not found")
-    if len(found) > 1:
-        raise ApplyError(f"class `{name}` is defined {len(found)} times")
-    return found[0]
-
-
-def _block(node: cst.CSTNode) -> cst.IndentedBlock:
-    body = getattr(node, "body", None)
-    if not isinstance(body, cst.IndentedBlock):
-        raise ApplyError("the body is written on one line; cannot insert into it")
-    return body
-
-
-def _find_function(cls: cst.ClassDef, name: str) -> cst.FunctionDef:
-    found = [s for s in _block(cls).body if isinstance(s, cst.FunctionDef) and s.name.value == name]
-    if not found:
-        raise ApplyError(f"`{cls.name.value}.{name}` not found")
-    return found[-1]
-
-
-_KINDS: dict[str, type[cst.CSTNode]] = {"Assign": cst.Assign, "Return": cst.Return, "Expr": cst.Expr}
-
-
-# Compound statements an insertion may be anchored on (before or after the whole statement).
-_COMPOUND_KINDS: dict[str, type[cst.BaseCompoundStatement]] = {"If": cst.If, "While": cst.While, "With": cst.With, "Try": cst.Try}
-
-
-def _is_kind(stmt: cst.BaseStatement, kind: str) -> bool:
-    """Whether a libcst statement is the ``ast`` statement of that kind (alone on its line)."""
-    if kind == "For":
-        return isinstance(stmt, cst.For)
-    if kind in _COMPOUND_KINDS:
-        return isinstance(stmt, _COMPOUND_KINDS[kind])
-    simple = isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
-    return kind in _KINDS and simple and isinstance(stmt.body[0], _KINDS[kind])  # type: ignore[attr-defined]
-
-
 def _find_statement(parsed: ParsedFile, fn: cst.FunctionDef, line: int, kind: str) -> cst.BaseStatement:
     positions = parsed.positions()
     line -= parsed.line_offset
     hits: list[cst.BaseStatement] = []
-    for stmt in _walk_statements(_block(fn).body):
+    for stmt in walk_statements(indented_block(fn).body):
         if positions[stmt].start.line != line:
             continue
-        if _is_kind(stmt, kind):
+        if is_kind(stmt, kind):
             hits.append(stmt)
     if len(hits) != 1:
         raise ApplyError(f"no single `{kind}` statement on line {line + parsed.line_offset} of `{fn.name.value}`")
@@ -532,7 +462,7 @@ def _snippet(source: str, module: cst.Module) -> list[Statement]:
 def _member_spacing(cls: cst.ClassDef) -> int:
     """Blank lines the class puts before its methods (1 unless it consistently uses more)."""
     counts: Counter[int] = Counter()
-    for stmt in _block(cls).body[1:]:
+    for stmt in indented_block(cls).body[1:]:
         if isinstance(stmt, cst.FunctionDef):
             blank = 0
             for line in stmt.leading_lines:
