@@ -90,8 +90,28 @@ def render(data: dict[str, Any], notes: dict[str, str], text_only_names: frozens
         cause = r["cause"]
         if r["architecture"] in notes:
             cause += f" — why: {notes[r['architecture']]}"
+        unseen = not_shown(data, r)
+        if unseen:
+            cause += f" — not shown on CPU: {unseen}"
         lines.append(f"| {r['architecture']} | {predicted} | {r['outcome']} | {agree_word} | {r['seconds']:.0f} | {_cell(cause)} |")
     return "\n".join(lines) + "\n"
+
+
+def _is_mla(run: dict[str, Any]) -> bool:
+    """Whether the launched config is a DeepSeek-style MLA one (a latent KV rank)."""
+    config = run.get("config") or {}
+    return any("kv_lora_rank" in str(change) for change in config.get("changes") or ())
+
+
+def not_shown(data: dict[str, Any], run: dict[str, Any]) -> str:
+    """What this class's `works` does not prove, on an engine whose CPU build cannot show all of
+    a launch (the record's ``limits``): a crash is seen whatever the limits; a pass is not."""
+    if not data.get("limits") or run.get("outcome") != "works":
+        return ""
+    parts = ["a generation (a silent capture)", "the CUDA-graph path's second setter call"]
+    if _is_mla(run):
+        parts.append("the MLA forward")
+    return ", ".join(parts[:-1]) + " and " + parts[-1]
 
 
 def _provenance(runs: list[dict[str, Any]]) -> list[str]:
