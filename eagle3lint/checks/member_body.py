@@ -265,16 +265,7 @@ def _held_classes(ctx: CheckContext, ref: ClassRef, links: list[str]) -> list[Cl
     cannot be followed."""
     if ctx.index.class_summary(ref) is None:
         return None
-    current = [ref]
-    for link in links:
-        following: list[ClassRef] = []
-        for cls in current:
-            held = ctx.index.attribute_classes(cls, link)
-            if not held or not all(isinstance(h, ClassRef) for h in held):
-                return None
-            following.extend(h for h in held if isinstance(h, ClassRef))
-        current = list(dict.fromkeys(following))
-    return current
+    return ctx.index.path_classes(ref, links)
 
 
 def _resolved_links(ctx: CheckContext, ref: ClassRef, chain: tuple[str, ...], holder: ClassRef, link: str) -> int | None:

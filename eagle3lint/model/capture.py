@@ -93,16 +93,7 @@ class CaptureAnalysis:
 
     def holders(self, ref: ClassRef, path: tuple[str, ...]) -> list[ClassRef] | None:
         """The classes ``self.<path>`` may hold in an instance of ``ref`` (None: not known)."""
-        current = [ref]
-        for step in path:
-            following: list[ClassRef] = []
-            for held in current:
-                classes = self.index.attribute_classes(held, step)
-                if not classes or not all(isinstance(c, ClassRef) for c in classes):
-                    return None
-                following.extend(c for c in classes if isinstance(c, ClassRef))
-            current = list(dict.fromkeys(following))
-        return current
+        return self.index.path_classes(ref, path)
 
     # ---- the setter side ------------------------------------------------------------------
     def writes(self, ref: ClassRef, setter: str, path: tuple[str, ...] = (), depth: int = 0) -> tuple[list[Write], bool]:

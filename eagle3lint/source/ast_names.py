@@ -26,3 +26,13 @@ def dotted_name(node: ast.AST) -> str | None:
     """``self.model.layers`` for that chain; None for anything else."""
     parts = dotted_parts(node)
     return ".".join(parts) if parts is not None else None
+
+
+def call_name(node: ast.Call) -> str:
+    """The name a call is made by: ``f`` of ``f(...)`` and of ``a.b.f(...)``; "" otherwise."""
+    func = node.func
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return ""

@@ -15,7 +15,7 @@ import ast
 from dataclasses import dataclass, field
 from functools import cached_property
 
-from eagle3lint.source.ast_names import dotted_name
+from eagle3lint.source.ast_names import call_name, dotted_name
 
 Path_ = tuple[str, ...]
 
@@ -136,13 +136,6 @@ def _name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _call_name(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
 
 
 class _Extractor:
@@ -211,7 +204,7 @@ class _Extractor:
                 owner = _name(node.value)
                 if owner in self.layer_vars and self.captures(node.attr):
                     self.facts.marker_reads.append(node.attr)
-            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and _call_name(node.value) == "IntermediateTensors":
+            elif isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and call_name(node.value) == "IntermediateTensors":
                 self.facts.returns_intermediate = True
             elif isinstance(node, ast.ListComp):
                 self._offset(node)
@@ -286,7 +279,7 @@ class _Extractor:
                 self.facts.marker_writes.append((self.layer_vars[owner], target.attr, node.lineno))
 
     def _call(self, node: ast.Call) -> None:
-        name = _call_name(node)
+        name = call_name(node)
         func = node.func
         if name:
             self.facts.calls.add(name)
@@ -312,7 +305,7 @@ class _Extractor:
             return
         if isinstance(func, ast.Attribute):
             base = func.value
-            if isinstance(base, ast.Call) and _call_name(base) == "super":
+            if isinstance(base, ast.Call) and call_name(base) == "super":
                 self.facts.super_calls.append(func.attr)
                 return
             path = _self_path(base, self.self_name)
@@ -360,9 +353,9 @@ class _Extractor:
         """A per-layer capture marker read in the body (``getattr(layer, "_is_layer_to_capture")``)
         or a collect call: the loop captures, whatever its index does."""
         for node in (n for stmt in loop.body for n in ast.walk(stmt)):
-            if isinstance(node, ast.Call) and _call_name(node) in self.collect_calls:
+            if isinstance(node, ast.Call) and call_name(node) in self.collect_calls:
                 return True
-            if isinstance(node, ast.Call) and _call_name(node) == "getattr" and len(node.args) >= 2:
+            if isinstance(node, ast.Call) and call_name(node) == "getattr" and len(node.args) >= 2:
                 marker = _literal(node.args[1])
                 if marker is not None and self.captures(marker) and _name(node.args[0]) != self.self_name:
                     return True
@@ -372,19 +365,19 @@ class _Extractor:
         it = loop.iter
         target = loop.target
         index = target.elts[0].id if isinstance(target, ast.Tuple) and target.elts and isinstance(target.elts[0], ast.Name) else None
-        if isinstance(it, ast.Call) and _call_name(it) == "enumerate" and it.args:
+        if isinstance(it, ast.Call) and call_name(it) == "enumerate" and it.args:
             inner = it.args[0]
             start_given = len(it.args) > 1 or any(k.arg == "start" for k in it.keywords)
             layers, sliced = self._layers_of(inner)
             return "enumerate", index, layers, sliced, start_given
-        if isinstance(it, ast.Call) and _call_name(it) == "islice" and it.args:
+        if isinstance(it, ast.Call) and call_name(it) == "islice" and it.args:
             first = it.args[0]
-            if isinstance(first, ast.Call) and _call_name(first) == "enumerate" and first.args:
+            if isinstance(first, ast.Call) and call_name(first) == "enumerate" and first.args:
                 layers, _ = self._layers_of(first.args[0])
                 return "islice-enumerate", index, layers, True, True
             layers, _ = self._layers_of(it)
             return "other", None, layers, True, False
-        if isinstance(it, ast.Call) and _call_name(it) == "range":
+        if isinstance(it, ast.Call) and call_name(it) == "range":
             index = target.id if isinstance(target, ast.Name) else None
             text = ast.unparse(it)
             layers = ("layers",) if "start_layer" in text or "layers" in text or "num_hidden_layers" in text else None
@@ -394,7 +387,7 @@ class _Extractor:
 
     def _layers_of(self, node: ast.AST) -> tuple[Path_ | None, bool]:
         """The ``self.<...>layers`` a loop iterates, and whether it is cut to ``start_layer``."""
-        if isinstance(node, ast.Call) and _call_name(node) == "islice" and node.args:
+        if isinstance(node, ast.Call) and call_name(node) == "islice" and node.args:
             path, _ = self._layers_of(node.args[0])
             return path, "start_layer" in ast.unparse(node)
         if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice):
@@ -422,7 +415,7 @@ class _Extractor:
                 right = _self_path(node.comparators[0], self.self_name)
                 if _name(node.left) == index and right is not None and self.captures(right[-1]):
                     captured.add(id(node.left))
-            elif isinstance(node, ast.Call) and _call_name(node) in self.collect_calls:
+            elif isinstance(node, ast.Call) and call_name(node) in self.collect_calls:
                 for arg in node.args:
                     if _name(arg) == index:
                         captured.add(id(arg))
@@ -447,7 +440,7 @@ class _Extractor:
             is_capture = isinstance(stmt, ast.If) and any(
                 isinstance(c, ast.Compare) and any(isinstance(op, ast.In) for op in c.ops) for c in ast.walk(stmt.test)
             ) and not is_layer
-            is_capture = is_capture or (any(_call_name(c) in self.collect_calls for c in text_calls) and not is_layer)
+            is_capture = is_capture or (any(call_name(c) in self.collect_calls for c in text_calls) and not is_layer)
             if is_layer and layer_at is None:
                 layer_at = n
             elif is_capture and capture_at is None:

@@ -10,7 +10,7 @@ checks treat as "cannot prove", never as an error.
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -399,6 +399,20 @@ class ProjectIndex:
                     via_getattr=attrs[0] if attrs else None,
                 )
         return MemberLookup("missing")
+
+    def path_classes(self, ref: ClassRef, path: Sequence[str]) -> list[ClassRef] | None:
+        """The classes ``self.<path>`` may hold in an instance of ``ref`` (every link followed
+        through :meth:`attribute_classes`); None where a link cannot be followed to classes."""
+        current = [ref]
+        for step in path:
+            following: list[ClassRef] = []
+            for held in current:
+                classes = self.attribute_classes(held, step)
+                if not classes or not all(isinstance(c, ClassRef) for c in classes):
+                    return None
+                following.extend(c for c in classes if isinstance(c, ClassRef))
+            current = list(dict.fromkeys(following))
+        return current
 
     def attribute_classes(self, ref: ClassRef, attr: str, _depth: int = 0) -> list[Resolved]:
         """What ``self.<attr>`` holds in instances of ``ref``: the ``__init__`` assignments that

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 
 from eagle3lint.engines.vllm.collect import NO, UNKNOWN, YES, Verdict
 from eagle3lint.engines.vllm.index import VllmIndex
+from eagle3lint.source.ast_names import call_name
 from eagle3lint.source.index import ClassRef
 from eagle3lint.source.summary_types import FunctionSummary
 
@@ -119,8 +120,8 @@ def _in_loop(loop: ast.For, self_name: str, var: str) -> Recording | None:
             if sources is None:
                 continue
             tainted[target.id] = sources
-            if isinstance(value, ast.Call) and _call_name(value) and _names(value) & tainted.keys() - {target.id}:
-                built[target.id] = (_call_name(value), sources, stmt.lineno)
+            if isinstance(value, ast.Call) and call_name(value) and _names(value) & tainted.keys() - {target.id}:
+                built[target.id] = (call_name(value), sources, stmt.lineno)
             continue
         if not isinstance(target, ast.Subscript) or _sources(target.slice, self_name, var, tainted) is None:
             continue  # only entries keyed by the layer
@@ -128,9 +129,9 @@ def _in_loop(loop: ast.For, self_name: str, var: str) -> Recording | None:
         if path is None:
             continue
         made = built.get(value.id) if isinstance(value, ast.Name) else None
-        if made is None and isinstance(value, ast.Call) and _call_name(value):
+        if made is None and isinstance(value, ast.Call) and call_name(value):
             sources = _sources(value, self_name, var, tainted)
-            made = (_call_name(value), sources, stmt.lineno) if sources is not None else None
+            made = (call_name(value), sources, stmt.lineno) if sources is not None else None
         if made is not None and store is None:
             store, recorder = path, made
         elif len(path) == 1:
@@ -286,7 +287,7 @@ def _returns_super(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool | N
             and isinstance(node.func, ast.Attribute)
             and node.func.attr == "forward"
             and isinstance(node.func.value, ast.Call)
-            and _call_name(node.func.value) == "super"
+            and call_name(node.func.value) == "super"
         )
 
     nodes = list(ast.walk(function))
@@ -311,13 +312,6 @@ def _names(node: ast.AST) -> set[str]:
     return {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
 
 
-def _call_name(node: ast.Call) -> str:
-    func = node.func
-    if isinstance(func, ast.Name):
-        return func.id
-    if isinstance(func, ast.Attribute):
-        return func.attr
-    return ""
 
 
 def _self_path(node: ast.AST, self_name: str) -> tuple[str, ...] | None:
