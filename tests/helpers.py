@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import importlib.util
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from tests import downloads, forked_cli
@@ -174,3 +176,14 @@ BASIC_ERRORS = BASIC_FINDINGS - BASIC_INFOS
 # Every class given a verdict (targets, draft heads and the classes that are not targets): what
 # `models` lists, the concise summary and the JSON summary count alike.
 BASIC_MODELS_CHECKED = len(json.loads((FIXTURES / "sglang_basic/expected.json").read_text())["statuses"])
+
+
+def load_bench_script(name: str) -> ModuleType:
+    """A script of bench/ (standard library only) as a module, for tests of what it computes."""
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{name}.py"
+    spec = importlib.util.spec_from_file_location(name, path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault(name, module)  # dataclasses look their module up while the body runs
+    spec.loader.exec_module(module)
+    return module

@@ -7,12 +7,11 @@ Imports are read from the source (every ``import``, function-level ones and thos
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
+
+from tests.helpers import load_bench_script
 
 PACKAGE = Path(__file__).resolve().parent.parent / "eagle3lint"
 REGISTRY = "eagle3lint.engines"
@@ -53,18 +52,9 @@ ABOVE_BASE = ("eagle3lint.checks", "eagle3lint.fix", "eagle3lint.verify")
 SETTINGS = "eagle3lint.settings.config"
 
 
-def _load_layout_graph() -> ModuleType:
-    # The benchmark's reader is the one import reader: the layout figures and these rules must
-    # agree on what an import is.
-    spec = importlib.util.spec_from_file_location("layout_graph", PACKAGE.parent / "bench" / "layout_graph.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules.setdefault("layout_graph", module)
-    spec.loader.exec_module(module)
-    return module
-
-
-LAYOUT = _load_layout_graph()
+# The benchmark's reader is the one import reader: the layout figures and these rules must agree
+# on what an import is.
+LAYOUT = load_bench_script("layout_graph")
 
 
 def import_graph() -> dict[str, set[str]]:

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from types import ModuleType
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.helpers import load_bench_script
 
 
 def _sweep() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("engine_sweep", REPO / "bench" / "engine_sweep.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("engine_sweep")
 
 
 def _run(name: str, outcome: str, changes: list[str]) -> dict[str, object]:

@@ -3,11 +3,12 @@ this test fails when the analysis has moved and the table was not regenerated.""
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from tests.helpers import load_bench_script
 
 pytestmark = pytest.mark.release
 
@@ -15,11 +16,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def _figures() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("readme_figures", REPO / "bench" / "readme_figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_bench_script("readme_figures")
 
 
 def _readme_row(name: str) -> str:
