@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from eagle3lint import __version__
-from eagle3lint.common import interrupts
+from eagle3lint.common import heap, interrupts
 from eagle3lint.common.errors import UsageError
 from eagle3lint.common.escape import line_path, line_text
 from eagle3lint.common.interrupts import EXIT_INTERRUPTED
@@ -142,7 +142,7 @@ def config_option(func: F) -> F:
 @click.option("--baseline", "baseline_file", type=click.Path(path_type=Path), help="Report only findings not recorded in this baseline file.")
 @click.option("--no-baseline", is_flag=True, help="Report every finding, whatever baseline the settings name.")
 @click.option("--write-baseline", "write_baseline_file", type=click.Path(path_type=Path), help="Record today's findings in this file and exit 0.")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the check cache (show-config says where it is).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info"]), help="Exit 1 for findings at or above this severity (default: warning, or fail-on in the settings).")
 @click.option(
     "--min-severity", "--severity", "min_severity", type=click.Choice(["error", "warning", "info"]),
@@ -226,6 +226,7 @@ def check(
     from eagle3lint.report import write_reports
     from eagle3lint.run.runner import run_check
 
+    heap.no_collection_until_exit()
     selected, extended, ignored = _split_codes(select), _split_codes(extend_select), _split_codes(ignore)
     targets = resolve_engines(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
@@ -439,7 +440,7 @@ def contract(path: Path | None, engine: str | None, engine_root: Path | None, re
     "--no-baseline", is_flag=True,
     help="Accepted as `check` takes it: the matrix never reads a baseline (each row shows every cause and its fix).",
 )
-@click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the check cache (show-config says where it is).")
 @click.option("-v", "--verbose", is_flag=True, help="Table: the whole reason and every condition on a row of its own, however long.")
 @launch_options
 def models(
@@ -486,6 +487,7 @@ def models(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release, extra
     )
     # Each model's fix applicability comes from its findings' fixes.
+    heap.no_collection_until_exit()
     result = run_check(found, scope, settings=settings, use_cache=not no_cache, with_fixes=True)
     say_errors(result.errors)
     _refuse_empty_scope(result, scope if paths else [], bool(release))
@@ -646,12 +648,11 @@ def main(argv: list[str] | None = None) -> None:
 
     interrupts.new_run()
     streams = prepare_streams()  # a closed stdout, a narrow encoding, names that are not UTF-8
+    collecting = gc.isenabled()
     try:
         _run(argv)
     finally:
-        # What the run built lives until the process ends; a frozen heap spares the
-        # interpreter's final collection over it (a quarter of a second on vLLM's tree).
-        gc.freeze()
+        heap.command_done(collecting)
         problem = finish_streams(streams)
         if problem is not None:
             click.echo(f"eagle3lint: error: {problem}", err=True)

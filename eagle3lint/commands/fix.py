@@ -32,6 +32,7 @@ from eagle3lint.cli import (
     with_excludes,
 )
 from eagle3lint.commands.verify import optional_verify_run_options
+from eagle3lint.common import heap
 from eagle3lint.common.errors import UsageError
 from eagle3lint.common.escape import line_path, line_text
 from eagle3lint.fetch.engine_scope import resolve_engine
@@ -92,7 +93,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 @exclude_options
 @config_option
 @click.option("--no-baseline", is_flag=True, help="Fix every finding, whatever baseline the settings name (as `check --no-baseline` reports every one).")
-@click.option("--no-cache", is_flag=True, help="Neither read nor write .eagle3lint_cache/.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the check cache (show-config says where it is).")
 @click.option(
     "--write-through-links", is_flag=True,
     help="With --apply, also write a file a symbolic link in the tree leads to outside the given PATHs (by default such a fix is shown, not written).",
@@ -158,6 +159,7 @@ def fix(
         paths, engine or settings.engine, engine_root or (settings.engine_root if not paths else None), release,
         extra_models,
     )
+    heap.no_collection_until_exit()
     result = run_check(
         found, scope, select=selected or None, ignore=ignored or None, settings=settings, use_cache=not no_cache,
         need_index=True,
