@@ -9,7 +9,9 @@
    release's analysis with the shared summaries against the same analysis without the cache;
    and as separate ``check`` processes, for each adjacent pair. Interleaved, medians of ``--runs``: the machine's drift hits both sides alike. Wall
    and CPU time (the process and its workers) are both shown: CPU time is the steadier one where
-   others share the machine.
+   others share the machine. Each pair also shows the floor: ``after`` with every summary and its
+   contract already stored, only linking, evaluating and reporting left (no summary cache,
+   however fine-grained, makes a pair cheaper than that).
 
     python bench/bench_history.py [--vllm vllm==0.33.0] [--range 'sglang>=0.5.15,<=0.5.23'] [--runs 3]
 """
@@ -128,8 +130,11 @@ def bench_in_history(query: str, work: Path) -> dict[str, object]:
 
 
 def bench_pair(engine: str, before: str, after: str, runs: int, work: Path) -> dict[str, object]:
-    """``check`` of ``after`` with an empty analysis cache, and with one that holds ``before``'s."""
-    cold, warm = [], []
+    """``check`` of ``after`` with an empty analysis cache, and with one that holds ``before``'s;
+    and the floor no summary cache can go below: ``after`` again with its own summaries and
+    contract stored but no stored result (``--extend-select`` of a code already selected keys
+    the result afresh), which is linking, evaluating and reporting alone."""
+    cold, warm, floor = [], [], []
     for n in range(runs):
         alone, following = work / f"{after}-alone-{n}", work / f"{after}-after-{n}"
         for folder in (alone, following):
@@ -138,6 +143,7 @@ def bench_pair(engine: str, before: str, after: str, runs: int, work: Path) -> d
             # run shares (the cold run would find the summaries a previous round stored).
             (folder / "pyproject.toml").write_text('[tool.eagle3lint]\ncache-dir = ".check-cache"\n')
         cold.append(timed(["check", "--release", f"{engine}=={after}"], alone, _env()))
+        floor.append(timed(["check", "--release", f"{engine}=={after}", "--extend-select", "E3L001"], alone, _env()))
         timed(["check", "--release", f"{engine}=={before}"], following, _env())
         warm.append(timed(["check", "--release", f"{engine}=={after}"], following, _env()))
         shutil.rmtree(alone)
@@ -145,7 +151,8 @@ def bench_pair(engine: str, before: str, after: str, runs: int, work: Path) -> d
     out: dict[str, object] = {"pair": f"{before} -> {after}"}
     for n, measure in enumerate(("wall", "cpu")):
         c, w = statistics.median(x[n] for x in cold), statistics.median(x[n] for x in warm)
-        out[measure] = {"cold": round(c, 2), "after_predecessor": round(w, 2), "ratio": round(w / c, 2)}
+        f = statistics.median(x[n] for x in floor)
+        out[measure] = {"cold": round(c, 2), "after_predecessor": round(w, 2), "ratio": round(w / c, 2), "floor": round(f, 2), "floor_ratio": round(f / c, 2)}
     return out
 
 

@@ -13,7 +13,12 @@ from eagle3lint.common.findings import Finding
 from eagle3lint.common.outcomes import CRASH, Effect, member_stage
 from eagle3lint.model.contract_types import ContractSite
 from eagle3lint.model.models import ModelClass
-from eagle3lint.source.attribute_writes import AttributeWrite, attribute_writes, opens_attributes
+from eagle3lint.source.attribute_writes import (
+    AttributeWrite,
+    EngineTexts,
+    attribute_writes,
+    opens_attributes,
+)
 from eagle3lint.source.index import ClassRef, MemberLookup
 
 
@@ -187,6 +192,7 @@ class _BodyReads:
         self.index = ctx.index
         self._writes: dict[str, _Writes] = ctx.shared("member-body-writes", dict)
         self._open: dict[tuple[ClassRef, str], bool] = ctx.shared("member-body-open", dict)
+        self._texts: EngineTexts = ctx.shared("member-body-texts", lambda: EngineTexts(ctx.index.engine))
 
     def first_broken(self, ref: ClassRef, lookup: MemberLookup, member: str) -> BrokenRead | None:
         """The first read of ``lookup``'s body, as an instance of ``ref`` runs it, that raises."""
@@ -214,7 +220,7 @@ class _BodyReads:
         an object that may be one (or that cannot be told)."""
         key = (holder, link)
         if key not in self._open:
-            writes = self._writes.setdefault(link, _Writes(attribute_writes(self.index.engine, link)))
+            writes = self._writes.setdefault(link, _Writes(attribute_writes(self._texts, link)))
             self._open[key] = self._sets_itself(holder, link) or any(self._may_hold(w, holder) for w in writes)
         return self._open[key]
 

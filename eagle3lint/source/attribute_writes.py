@@ -62,14 +62,35 @@ def engine_files(engine: Engine) -> Iterator[tuple[Path, str]]:
                     yield top, os.path.join(dirpath, filename)
 
 
-def attribute_writes(engine: Engine, name: str) -> Iterator[AttributeWrite]:
+class EngineTexts:
+    """The engine's files (``engine_files``), listed once and each read once, for one run: the
+    writes of several names are looked for in the same few thousand files (listing and reading
+    them again for each name cost more than the search). Held by the run that made it, never
+    longer: a file written meanwhile (``fix --apply``) is read afresh by the next run."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self._listed: list[tuple[Path, str]] | None = None
+        self._texts: dict[str, bytes] = {}
+
+    def __iter__(self) -> Iterator[tuple[Path, str, bytes]]:
+        if self._listed is None:
+            self._listed = list(engine_files(self.engine))
+        for root, path in self._listed:
+            data = self._texts.get(path)
+            if data is None:
+                read = read_source(path)
+                data = self._texts[path] = read if isinstance(read, bytes) else b""
+            yield root, path, data
+
+
+def attribute_writes(texts: EngineTexts, name: str) -> Iterator[AttributeWrite]:
     """Each write of ``name`` on an object other than a bare ``self`` (a class's own
     attributes are the index's), in file order. Only the lines naming it are decoded."""
     patterns = _patterns(name)
     needle = name.encode()
-    for root, path in engine_files(engine):
-        data = read_source(path)
-        if not isinstance(data, bytes) or needle not in data:
+    for root, path, data in texts:
+        if needle not in data:
             continue
         lines = data.split(b"\n")
         for number in _lines_naming(data, needle):
