@@ -4,6 +4,7 @@ import os
 import sys
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -20,6 +21,9 @@ os.environ["EAGLE3LINT_CACHE_DIR"] = os.environ.get("EAGLE3LINT_TESTS_CACHE_DIR"
 os.environ.setdefault("EAGLE3LINT_MAX_RELEASES", "24")
 
 from tests import downloads, helpers
+
+if TYPE_CHECKING:
+    from tests.engine_helpers import SGLangEngines
 
 
 def _keep_bytecode() -> None:
@@ -76,3 +80,12 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     for name, value in report.user_properties:
         if name == downloads.PROPERTY:
             downloads.write(config, str(value))
+
+
+@pytest.fixture(scope="module")
+def sglang_engines(tmp_path_factory: pytest.TempPathFactory) -> SGLangEngines:
+    """The SGLang engine-run modules' releases and runs, made once per module (a module per
+    release: tests/test_sglang_engine_runs*.py)."""
+    from tests.engine_helpers import SGLangEngines
+
+    return SGLangEngines(tmp_path_factory.mktemp("sglang-engine-runs"))

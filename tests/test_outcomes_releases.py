@@ -37,7 +37,7 @@ def test_sglang_0_5_23_a_missing_getter_crashes_before_the_refusal() -> None:
     # re-raises the AttributeError), before the attention backends, whose check
     # (attention_backend_setup.py ~55: `if not hasattr(model, "set_eagle3_layers_to_capture"):
     # raise ValueError(...)`) refuses clearly. A class that lacks both crashes at the getter, as
-    # SGLang's own start-up does with Olmo (tests/test_sglang_engine_runs.py).
+    # SGLang's own start-up does with Olmo (tests/test_sglang_engine_runs_0523.py).
     phi4mm = _matrix("sglang==0.5.23")["Phi4MMForCausalLM"]
     assert (phi4mm["status"], phi4mm["outcome"], phi4mm["codes"]) == ("broken", "crash", ["E3L004"])
     assert phi4mm["evidence"]["path"].endswith("pp_draft_embedding.py")
