@@ -347,3 +347,13 @@ def test_a_none_expert_width_gets_a_size() -> None:
     takes it modulo a padding size (configs/update_config.py)."""
     config = shrink_config({**QWEN3_MOE, "moe_intermediate_size": None}).config
     assert isinstance(config["moe_intermediate_size"], int) and config["moe_intermediate_size"] > 0
+
+
+def test_a_mamba_width_stated_apart_from_its_heads_stays_their_product() -> None:
+    """Falcon-H1's class default states mamba_d_ssm (1024) beside 128 heads of a derived 8; its
+    config checks d_head x n_heads == d_ssm, so shrinking the heads alone failed both launches."""
+    falcon = {"model_type": "falcon_h1", "hidden_size": 4096, "num_hidden_layers": 32, "num_attention_heads": 32,
+              "mamba_d_ssm": 1024, "mamba_n_heads": 128, "mamba_d_head": 8, "mamba_expand": 2, "vocab_size": 128000}
+    config = shrink_config(falcon).config
+    assert config["mamba_n_heads"] < 128
+    assert config["mamba_d_ssm"] == config["mamba_n_heads"] * config["mamba_d_head"]

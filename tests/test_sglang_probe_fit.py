@@ -105,3 +105,34 @@ def test_an_mla_language_model_keeps_its_own_rotary(probe: Any) -> None:
     probe._cpu_fit(config, {}, ("vision_config",))
     scaling = config["text_config"]["rope_scaling"]
     assert "mrope_section" not in scaling and "factor" in scaling
+
+
+class _Engine:
+    """An engine class that refuses as 0.5.23's start-up does on CPU for hybrid Mamba models
+    (arg_groups/mamba_hook.py) unless the radix cache is off; or refuses anything else."""
+
+    def __init__(self, refusal: str) -> None:
+        self.refusal = refusal
+        self.calls: list[dict[str, Any]] = []
+
+    def __call__(self, **args: Any) -> dict[str, Any]:
+        self.calls.append(dict(args))
+        if not args.get("disable_radix_cache"):
+            raise AssertionError(self.refusal)
+        return args
+
+
+def test_a_model_cpu_cannot_snapshot_starts_again_without_the_radix_cache(probe: Any, tmp_path: Path) -> None:
+    record = probe.Record(str(tmp_path / "record.json"))
+    engine = _Engine("extra_buffer requires platform support for Mamba cache state snapshots.")
+    started = probe.start_engine(engine, {"model_path": "x"}, record)
+    assert started["disable_radix_cache"] is True and len(engine.calls) == 2
+    assert any(c.startswith("disable_radix_cache") for c in record.data["setup"]["changes"])
+
+
+def test_any_other_assertion_is_the_launchs_failure(probe: Any, tmp_path: Path) -> None:
+    record = probe.Record(str(tmp_path / "record.json"))
+    engine = _Engine("One of the attention backends in ['fa3'] is required")
+    with pytest.raises(AssertionError, match="attention backends"):
+        probe.start_engine(engine, {"model_path": "x"}, record)
+    assert len(engine.calls) == 1 and "setup" not in record.data

@@ -220,6 +220,11 @@ def _shrink_level(config: dict[str, Any], targets: _Targets, where: str, changes
     for key, size in {**MLA_SIZES, **STATE_SIZES}.items():
         if _is_int(config.get(key)) and config[key] > size:
             _set(config, key, size, where, changes)
+    heads, head = config.get("mamba_n_heads"), config.get("mamba_d_head")
+    if isinstance(heads, int) and isinstance(head, int) and _is_int(config.get("mamba_d_ssm")) and config["mamba_d_ssm"] != heads * head:
+        # A Mamba width stated apart from its heads is their product (Falcon-H1's config checks
+        # it, and the class default's head size was derived from the full width).
+        _set(config, "mamba_d_ssm", heads * head, where, changes)
     for key in VOCAB_KEYS:
         if _is_int(config.get(key)) and config[key] > VOCAB:
             _set(config, key, VOCAB, where, changes)

@@ -25,6 +25,7 @@ import sys
 import time
 import traceback
 import types
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -142,6 +143,60 @@ def add_attributes(config: dict[str, Any], added: dict[str, Any]) -> None:
         for level in levels(config):
             if level.get(key) is None:
                 level[key] = value
+
+def build_folders(
+    spec: dict[str, Any],
+    record: Record,
+    shrink: Any,
+    config_class: Callable[[str], tuple[str, str, Any, str]],
+    fit: Callable[[dict[str, Any], dict[str, Any]], list[str]] | None = None,
+) -> tuple[str, str | None]:
+    """The target folder (the model folder a launch names, or a shrunken config of the
+    architecture's config class) and, for an EAGLE-3 launch, a one-layer drafter's folder to
+    match. ``config_class``: the engine's (architecture launched, model type, config class, how it
+    was found); ``fit``: the engine's own fitting of the built config to what a launch needs, given
+    the attributes the sweep asks to add (it adds them), returning what it changed."""
+    work = Path(spec["workdir"])
+    target = work / "target"
+    if spec.get("model_path"):
+        target = Path(spec["model_path"])
+        config = json.loads((target / "config.json").read_text(encoding="utf-8"))
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        hidden = text.get("hidden_size") or shrink.TEXT_HIDDEN
+        vocab = text.get("vocab_size") or config.get("vocab_size") or shrink.VOCAB
+        record.data["setup"] = {"source": str(target)}
+    else:
+        architecture, model_type, cls, how = config_class(spec["architecture"])
+        defaults = plain(cls().to_dict())
+        if how.endswith(STAND_IN_HOW):
+            defaults.update(shrink.stand_in_defaults(architecture))
+        shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
+        config = shrunk.config
+        config["architectures"] = [architecture]
+        config["model_type"] = model_type
+        for key in ("torch_dtype", "dtype"):
+            config.pop(key, None)
+        config["torch_dtype"] = "float32"
+        added = dict(spec.get("config_added") or {})
+        changes = list(shrunk.changes)
+        if fit is not None:
+            changes += fit(config, added)
+        else:
+            add_attributes(config, added)
+        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
+        hidden, vocab = text.get("hidden_size") or shrunk.hidden, shrunk.vocab
+        record.data["setup"] = {"model_type": model_type, "config_class": cls.__name__, "found_by": how, "changes": changes}
+        target.mkdir(parents=True, exist_ok=True)
+        (target / "config.json").write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
+    if spec["mode"] != "eagle":
+        return str(target), None
+    if spec.get("drafter_path"):
+        return str(target), spec["drafter_path"]
+    drafter = work / "drafter"
+    drafter.mkdir(parents=True, exist_ok=True)
+    (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")
+    return str(target), str(drafter)
+
 
 
 # ---- inert stand-ins ----------------------------------------------------------------------------

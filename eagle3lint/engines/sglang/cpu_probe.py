@@ -53,6 +53,12 @@ INTERFACE = ("set_eagle3_layers_to_capture", "get_embed_and_head", "set_embed_an
 
 PROMPT = list(range(3, 19))
 
+# CPU has no Mamba state snapshots (0.5.23's arg_groups/mamba_hook.py asserts so before any
+# process starts): the radix cache's extra-buffer strategy hybrid Mamba models get by default is
+# refused. Without the radix cache (a serving-time prefix cache the interface calls never touch)
+# they start as they do on GPUs.
+NO_STATE_SNAPSHOTS = "requires platform support for Mamba cache state snapshots"
+
 
 # ---- the config ---------------------------------------------------------------------------------
 
@@ -248,53 +254,24 @@ def _cpu_fit(config: dict[str, Any], mla_sizes: dict[str, int], tower_keys: tupl
     return notes
 
 
+def _launched_config_class(architecture: str) -> tuple[str, str, Any, str]:
+    model_type, cls, how = _config_class(architecture)
+    # The config class's own type (transformers' tables name LlamaForCausalLM under code_llama).
+    return architecture, getattr(cls, "model_type", None) or model_type, cls, how
+
+
+def _fit(config: dict[str, Any], added: dict[str, Any], shrink: Any) -> list[str]:
+    if set(added) & set(shrink.STAND_IN_MOE):
+        # The launch asked for an expert setting the class default lacks (Mistral-Large-3's
+        # closest config class is Mistral's, dense): the class is a mixture of experts, and its
+        # checkpoints carry the whole set, not one key a launch.
+        added = {**shrink.STAND_IN_MOE, **added}
+    common.add_attributes(config, added)
+    return _cpu_fit(config, shrink.MLA_SIZES, shrink.TOWER_KEYS)
+
+
 def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[str, str | None]:
-    work = Path(spec["workdir"])
-    target = work / "target"
-    if spec.get("model_path"):
-        target = Path(spec["model_path"])
-        config = json.loads((target / "config.json").read_text(encoding="utf-8"))
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        hidden = text.get("hidden_size") or shrink.TEXT_HIDDEN
-        vocab = text.get("vocab_size") or config.get("vocab_size") or shrink.VOCAB
-        record.data["setup"] = {"source": str(target)}
-    else:
-        architecture = spec["architecture"]
-        model_type, cls, how = _config_class(architecture)
-        # The config class's own type (transformers' tables name LlamaForCausalLM under code_llama).
-        model_type = getattr(cls, "model_type", None) or model_type
-        defaults = common.plain(cls().to_dict())
-        if how.endswith(STAND_IN_HOW):
-            defaults.update(shrink.stand_in_defaults(architecture))
-        shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
-        config = shrunk.config
-        config["architectures"] = [architecture]
-        config["model_type"] = model_type
-        for key in ("torch_dtype", "dtype"):
-            config.pop(key, None)
-        config["torch_dtype"] = "float32"
-        added = dict(spec.get("config_added") or {})
-        if set(added) & set(shrink.STAND_IN_MOE):
-            # The launch asked for an expert setting the class default lacks (Mistral-Large-3's
-            # closest config class is Mistral's, dense): the class is a mixture of experts, and
-            # its checkpoints carry the whole set, not one key a launch.
-            added = {**shrink.STAND_IN_MOE, **added}
-        common.add_attributes(config, added)
-        changes = list(shrunk.changes) + _cpu_fit(config, shrink.MLA_SIZES, shrink.TOWER_KEYS)
-        hidden, vocab = shrunk.hidden, shrunk.vocab
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        hidden = text.get("hidden_size") or hidden
-        record.data["setup"] = {"model_type": model_type, "config_class": cls.__name__, "found_by": how, "changes": changes}
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "config.json").write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
-    if spec["mode"] != "eagle":
-        return str(target), None
-    if spec.get("drafter_path"):
-        return str(target), spec["drafter_path"]
-    drafter = work / "drafter"
-    drafter.mkdir(parents=True, exist_ok=True)
-    (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")
-    return str(target), str(drafter)
+    return common.build_folders(spec, record, shrink, _launched_config_class, lambda config, added: _fit(config, added, shrink))
 
 
 # ---- the scheduler child ------------------------------------------------------------------------
@@ -452,6 +429,21 @@ def _record_child_failure(record: Record) -> None:
     original_signal(signal.SIGQUIT, note_then(None))
 
 
+def start_engine(engine_cls: Any, args: dict[str, Any], record: Record) -> Any:
+    """The engine, started with ``args``; a hybrid Mamba model CPU cannot snapshot is started
+    again without the radix cache, and the record says so."""
+    try:
+        return engine_cls(**args)
+    except AssertionError as exc:
+        if NO_STATE_SNAPSHOTS not in str(exc):
+            raise
+    args["disable_radix_cache"] = True
+    setup = record.data.setdefault("setup", {})
+    setup.setdefault("changes", []).append("disable_radix_cache: True (the default Mamba cache strategy needs state snapshots, which CPU lacks)")
+    record.write()
+    return engine_cls(**args)
+
+
 def main() -> int:
     spec_path = sys.argv[1]
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
@@ -483,7 +475,7 @@ def main() -> int:
                 speculative_algorithm="EAGLE3", speculative_draft_model_path=drafter, speculative_num_steps=3,
                 speculative_eagle_topk=1, speculative_num_draft_tokens=4,
             )
-        engine = engine_cls(**args)
+        engine = start_engine(engine_cls, args, record)
         record.reload()
         record.phase("generate")
         out = engine.generate(input_ids=PROMPT, sampling_params={"max_new_tokens": spec.get("max_tokens", 8), "ignore_eos": True})

@@ -110,44 +110,15 @@ def is_multimodal(target: str, shrink: Any) -> bool:
     return any(isinstance(config.get(key), dict) for key in shrink.TOWER_KEYS)
 
 
+def _launched_config_class(architecture: str) -> tuple[str, str, Any, str]:
+    """The architecture a launch builds (a Transformers-backend class's stand-in), its model type,
+    config class and how it was found."""
+    launched = BACKEND_STAND_INS.get(architecture, architecture)
+    return (launched, *_config_class(launched))
+
+
 def build_folders(spec: dict[str, Any], record: Record, shrink: Any) -> tuple[str, str | None]:
-    work = Path(spec["workdir"])
-    target = work / "target"
-    if spec.get("model_path"):
-        target = Path(spec["model_path"])
-        config = json.loads((target / "config.json").read_text(encoding="utf-8"))
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        hidden = text.get("hidden_size") or shrink.TEXT_HIDDEN
-        vocab = text.get("vocab_size") or config.get("vocab_size") or shrink.VOCAB
-        record.data["setup"] = {"source": str(target)}
-    else:
-        architecture = BACKEND_STAND_INS.get(spec["architecture"], spec["architecture"])
-        model_type, cls, how = _config_class(architecture)
-        defaults = common.plain(cls().to_dict())
-        if how.endswith(STAND_IN_HOW):
-            defaults.update(shrink.stand_in_defaults(architecture))
-        shrunk = shrink.shrink_config(defaults, layers=spec.get("layers", shrink.TEXT_LAYERS))
-        config = shrunk.config
-        config["architectures"] = [architecture]
-        config["model_type"] = model_type
-        for key in ("torch_dtype", "dtype"):
-            config.pop(key, None)
-        config["torch_dtype"] = "float32"
-        common.add_attributes(config, spec.get("config_added") or {})
-        hidden, vocab = shrunk.hidden, shrunk.vocab
-        text = config.get("text_config") if isinstance(config.get("text_config"), dict) else config
-        hidden = text.get("hidden_size") or hidden
-        record.data["setup"] = {"model_type": model_type, "config_class": cls.__name__, "found_by": how, "changes": shrunk.changes}
-        target.mkdir(parents=True, exist_ok=True)
-        (target / "config.json").write_text(json.dumps(config, indent=1, default=str), encoding="utf-8")
-    if spec["mode"] != "eagle":
-        return str(target), None
-    if spec.get("drafter_path"):
-        return str(target), spec["drafter_path"]
-    drafter = work / "drafter"
-    drafter.mkdir(parents=True, exist_ok=True)
-    (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")
-    return str(target), str(drafter)
+    return common.build_folders(spec, record, shrink, _launched_config_class)
 
 
 # ---- observing the target -----------------------------------------------------------------------
