@@ -137,14 +137,22 @@ def _engine(data: dict[str, Any]) -> Any:
     try:  # the environment of the release the sweep ran on, where one is installed per release
         return find_engine(spec, None, data.get("engine_version"))
     except UsageError:
-        return find_engine(spec, None)
+        env = find_engine(spec, None)
+    if data.get("engine_version") and env.version != data["engine_version"]:
+        # Another release's tree would predict (and list text-only classes) for the wrong files.
+        raise UsageError(
+            f"the sweep ran on {data['engine']} {data['engine_version']}, the engine found is {env.version}: "
+            f"install the release's environment ({spec.install_hint})"
+        )
+    return env
 
 
 def text_only_names(data: dict[str, Any]) -> frozenset[str]:
     """The architectures the installed engine registers as text-only generators."""
     try:
         env = _engine(data)
-    except Exception:  # no engine installed: render from the records alone
+    except Exception as exc:  # no engine installed: render from the records alone, and say so
+        print(f"engine_sweep: {exc}; the text-only classes are taken from the records", file=sys.stderr)
         return frozenset()
     return env.spec.text_only(env.package_root) if env.package_root is not None else frozenset()
 
