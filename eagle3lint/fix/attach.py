@@ -11,7 +11,7 @@ from eagle3lint.checks.context import CheckContext
 from eagle3lint.common.findings import Fix
 from eagle3lint.fix.diff import diff_label, unified_diff
 from eagle3lint.fix.edits import ApplyError, Edit, edits_by_path
-from eagle3lint.fix.planner import DISPLAY_ONLY, FixEnv, FixPattern, plan_fixes
+from eagle3lint.fix.planner import DISPLAY_ONLY, FixEnv, FixPattern, as_fix_applies, plan_fixes
 from eagle3lint.fix.proof import ProofError
 from eagle3lint.fix.texts import SourceFile, SourceSet
 from eagle3lint.model.result import CheckResult
@@ -38,7 +38,7 @@ def attach_fixes(
     any diff was rendered: a stored copy of the fixes is stale once one of them changes."""
     sources = SourceSet()
     env = FixEnv(result, sources, scope or [result.engine.root], patterns, check_context=context)
-    plans = plan_fixes(env)
+    plans = as_fix_applies(plan_fixes(env), result)
     if not render:
         for plan in plans:
             for edit in plan.edits:

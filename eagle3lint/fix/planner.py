@@ -198,6 +198,45 @@ def plan_fixes(env: FixEnv, findings: Iterable[Finding] | None = None) -> list[P
     return plans
 
 
+def as_fix_applies(plans: list[PlannedFix], result: CheckResult) -> list[PlannedFix]:
+    """The plans as ``fix`` applies them by default, all or nothing per model: where a blocking
+    finding (an error or a warning) of a model short of supported has no safe fix, ``fix`` does
+    not write the model's other fixes either (it checks the fixed tree again and refuses them),
+    so the check's ``[*]`` marks must not promise them. They become unsafe, saying why: with
+    ``--unsafe-fixes`` another class's fix may complete the model (a wrapper's delegation once
+    its language model gets the member), which only ``fix``'s check of the fixed tree can tell."""
+    by_finding = {id(plan.finding): plan for plan in plans}
+    supported = {(f"{m.ref.module}.{m.ref.qualname}", m.variant) for m in result.models if m.status == "supported"}
+    # What a model's plans cover, by member: a finding without a plan of its own on a member
+    # another finding's fix covers goes with that fix (vLLM's per-platform E3L015 with E3L013).
+    covered: dict[tuple[str, str | None, str], int] = {}
+    for plan in plans:
+        for member in [plan.finding.method, *(plan.finding.data.get("members") or [])]:
+            at = (plan.finding.qualname, plan.finding.variant, str(member))
+            covered[at] = min(covered.get(at, _RANK[SAFE]), _RANK[plan.applicability])
+    worst: dict[tuple[str, str | None], tuple[int, str]] = {}
+    for finding in result.findings:
+        key = (finding.qualname, finding.variant)
+        if key in supported or finding.severity not in ("error", "warning"):
+            continue
+        own = by_finding.get(id(finding))
+        if own is not None:
+            rank = _RANK[own.applicability]
+        else:
+            rank = covered.get((finding.qualname, finding.variant, str(finding.method)), _RANK[DISPLAY_ONLY])
+        if key not in worst or rank < worst[key][0]:
+            worst[key] = (rank, finding.code)
+    out = []
+    for plan in plans:
+        rank, code = worst.get((plan.finding.qualname, plan.finding.variant), (_RANK[SAFE], ""))
+        if rank < _RANK[SAFE] and plan.applicability == SAFE:
+            why = f"written only with `{plan.finding.class_name}`'s {code}, which has no safe fix (`--unsafe-fixes`)"
+            note = "; ".join([*([plan.note] if plan.note else []), why])
+            plan = dataclasses.replace(plan, applicability=UNSAFE, note=note)
+        out.append(plan)
+    return out
+
+
 def _resolved(plan: PlannedFix, env: FixEnv) -> PlannedFix:
     """A fix whose code would read an attribute its class lacks is said in words, never shown
     as code (applying it would raise)."""
