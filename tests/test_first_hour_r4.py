@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from eagle3lint.engines import known_rule_codes
 from tests.fix_helpers import copy_before, tree_bytes
 from tests.helpers import FIXTURES, REPO, release_root, run_cli, run_json
 
@@ -207,6 +208,12 @@ def test_explain_suggests_the_rule_meant() -> None:
     assert code.returncode == 2 and "did you mean `E3L004` (wrapper-delegation-gap)?" in code.stderr
     nothing = run_cli("explain", "no-such-thing-at-all")
     assert nothing.returncode == 2 and "did you mean" not in nothing.stderr
+    # A code cut short names the codes it begins (it used to suggest E3L021, E3L031, E3L101).
+    short = run_cli("explain", "E3L01")
+    assert short.returncode == 2
+    assert "did you mean `E3L010` (holder-lacks-mixin), `E3L011` (forward-never-collects) or `E3L012`" in short.stderr
+    begun = sum(1 for code in known_rule_codes() if code.startswith("E3L01"))
+    assert f"of the {begun} codes that begin with `E3L01`" in short.stderr
 
 
 def test_select_and_ignore_suggest_the_rule_meant(tmp_path: Path) -> None:

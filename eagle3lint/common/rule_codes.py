@@ -59,13 +59,18 @@ def did_you_mean(value: str, known: Mapping[str, str]) -> str:
     names = {name: code for code, name in known.items()}
     spelled = text.lower().replace("_", "-").replace(" ", "-")
     close_names = [spelled] if spelled in names else difflib.get_close_matches(spelled, list(names), n=3, cutoff=0.6)
-    close_codes = difflib.get_close_matches(text.upper(), list(known), n=3, cutoff=0.8)
+    # A code cut short (``E3L01``) means the codes it begins, before any merely similar one.
+    begun = sorted(c for c in known if c.startswith(text.upper()) and c != text.upper()) if text else []
+    close_codes = begun[:3] or difflib.get_close_matches(text.upper(), list(known), n=3, cutoff=0.8)
     # Equally close codes in their order (difflib puts the last first).
-    close_codes.sort(key=lambda c: (-difflib.SequenceMatcher(None, text.upper(), c).ratio(), c))
+    if not begun:
+        close_codes.sort(key=lambda c: (-difflib.SequenceMatcher(None, text.upper(), c).ratio(), c))
     shown = [f"`{n}` ({names[n]})" for n in close_names]
     shown += [f"`{c}` ({known[c]})" for c in close_codes if known[c] not in close_names]
     shown = shown[:3]
     if not shown:
         return ""
     listed = shown[0] if len(shown) == 1 else f"{', '.join(shown[:-1])} or {shown[-1]}"
+    if len(begun) > 3:
+        listed += f" (of the {len(begun)} codes that begin with `{text.upper()}`)"
     return f"; did you mean {listed}?"
