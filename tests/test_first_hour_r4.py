@@ -250,6 +250,24 @@ def test_rules_wrap_to_the_terminal_and_stay_whole_in_a_pipe() -> None:
     assert " ".join(narrow.stdout.split()) == " ".join(piped.stdout.split()) == " ".join(wide.stdout.split())
 
 
+@pytest.mark.release
+def test_a_wide_terminal_shows_long_class_names_whole() -> None:
+    """vLLM 0.34.0's per-platform rows of a long class were cut alike at 32 columns whatever the
+    terminal: two rows read the same."""
+    from tests.helpers import plain_environ
+
+    def classes(columns: str) -> list[str]:
+        done = run_cli("models", "--release", "vllm==0.34.0", env={**plain_environ(), "COLUMNS": columns})
+        return [line for line in done.stdout.splitlines() if "Qwen4ExpForConditionalGeneration" in line or "Qwen4ExpForConditionalGeneratio…" in line]
+
+    wide = classes("220")
+    assert any("Qwen4ExpForConditionalGeneration [amd]" in line for line in wide), wide
+    assert any("Qwen4ExpForConditionalGeneration [nvidia]" in line for line in wide), wide
+    assert max(len(line) for line in wide) <= 220
+    narrow = classes("100")  # a 100-column terminal keeps its 32 columns for the name
+    assert narrow and all("Qwen4ExpForConditionalGeneratio… " in line for line in narrow), narrow
+
+
 def test_markdown_names_the_architectures_of_every_row() -> None:
     done = run_cli("models", FIXTURES / "sglang_basic", "--format", "markdown")
     rows = [line.split(" | ") for line in done.stdout.splitlines() if line.startswith("| `")]

@@ -207,7 +207,9 @@ def write_table(result: CheckResult, out: TextIO, verbose: bool = False) -> None
     shows each whole, with its file, evidence and conditions on lines of their own."""
     table = rows(result)
     width = table_width()
-    name_width = min(max([len(_name(r)) for r in table] + [5]), 32)
+    # 32 columns on a 100-column terminal; a wider one gives the names half its extra width
+    # (long class names with their platform variant were cut alike: two rows read the same).
+    name_width = min(max([len(_name(r)) for r in table] + [5]), 32 + max(0, width - 100) // 2)
     out.write(f"{'status':<15} {'outcome':<7} {'class':<{name_width}} {'fix':<7} reason\n")
     root = result.engine.source_root
     for row in table:
