@@ -438,3 +438,13 @@ def test_check_marks_only_what_fix_writes(tmp_path: Path) -> None:
 def test_on_releases_check_marks_exactly_what_fix_writes(release: str) -> None:
     marked, fixed = _marked_and_fixed("--release", release)
     assert len(marked) == fixed
+
+
+def test_models_says_what_the_fix_column_means_where_it_shows_one(tmp_path: Path) -> None:
+    root = copy_before("fix_vllm_declare", tmp_path)
+    done = run_cli("models", "--no-cache", root)
+    assert done.returncode == 0, done.stderr
+    legend = [line for line in done.stdout.splitlines() if line.startswith("fix: safe = ")]
+    assert len(legend) == 1 and "`--unsafe-fixes`" in done.stdout and "display = a" in legend[0]
+    plain = run_cli("models", "--no-cache", FIXTURES / "vllm_legacy")
+    assert "fix: safe = " not in plain.stdout

@@ -229,8 +229,18 @@ def write_table(result: CheckResult, out: TextIO, verbose: bool = False) -> None
         for cond in m.conditions:
             where = f" ({line_path(cond.evidence.path, fallback_root=root)}:{cond.evidence.line})" if cond.evidence else ""
             out.write(f"{indent}with {cond.described}: {cond.outcome}: {line_text(cond.reason)}{where}\n")
-    for line in [*launch_lines(result), summary_line(result, table)]:
+    for line in [*launch_lines(result), *fix_legend(table), summary_line(result, table)]:
         out.write(wrap_line(line, width) + "\n")
+
+
+def fix_legend(table: list[Row]) -> list[str]:
+    """What the fix column's words mean, where a row shows one."""
+    if not any(row.fix for row in table):
+        return []
+    return [
+        "fix: safe = `eagle3lint fix --apply` writes it; unsafe = only with `--unsafe-fixes`; "
+        "display = a suggestion to apply by hand (`check --format full` shows it); - = none"
+    ]
 
 
 def write_json(result: CheckResult, out: TextIO) -> None:
