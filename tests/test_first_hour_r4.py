@@ -444,7 +444,9 @@ def test_models_says_what_the_fix_column_means_where_it_shows_one(tmp_path: Path
     root = copy_before("fix_vllm_declare", tmp_path)
     done = run_cli("models", "--no-cache", root)
     assert done.returncode == 0, done.stderr
-    legend = [line for line in done.stdout.splitlines() if line.startswith("fix: safe = ")]
-    assert len(legend) == 1 and "`--unsafe-fixes`" in done.stdout and "display = a" in legend[0]
+    # One legend, wrapped to the terminal like the lines around it.
+    assert sum(1 for line in done.stdout.splitlines() if line.startswith("fix: safe = ")) == 1
+    words = " ".join(done.stdout.split())
+    assert "fix: safe = `eagle3lint fix --apply` writes it; unsafe = only with `--unsafe-fixes`; display = a suggestion" in words
     plain = run_cli("models", "--no-cache", FIXTURES / "vllm_legacy")
     assert "fix: safe = " not in plain.stdout
