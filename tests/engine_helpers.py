@@ -21,6 +21,7 @@ from eagle3lint.enginerun.sweep import (
     find_engine,
     predictions,
     run_class,
+    target_predictions,
 )
 from eagle3lint.engines import engine_run_for
 
@@ -66,14 +67,7 @@ def sglang_release_predictions(version: str) -> dict[str, Prediction]:
         [sys.executable, "-m", "eagle3lint", "models", "--release", f"sglang=={version}", "--format", "json"],
         capture_output=True, text=True, check=False, cwd=ROOT,
     )
-    data = json.loads(done.stdout)
-    found: dict[str, Prediction] = {}
-    for model in data["models"]:
-        if model.get("kind") == "target":
-            prediction = Prediction(model["class"], model.get("status"), model.get("outcome"), model.get("reason"), tuple(model.get("codes") or ()))
-            for name in [model["class"], *(model.get("architectures") or [])]:
-                found.setdefault(name, prediction)
-    return found
+    return target_predictions(json.loads(done.stdout))
 
 
 class SGLangEngines:

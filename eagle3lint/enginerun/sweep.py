@@ -126,8 +126,13 @@ def predictions(package_root: Path, spec: EngineRunSpec) -> dict[str, Prediction
         data = json.loads(done.stdout)
     except json.JSONDecodeError as exc:
         raise UsageError(f"engine-run: the static prediction of {package_root} failed: {done.stderr.strip()[-400:]}") from exc
+    return target_predictions(data)
+
+
+def target_predictions(models_json: dict[str, Any]) -> dict[str, Prediction]:
+    """``models --format json``'s targets, by class and by each architecture it registers."""
     found: dict[str, Prediction] = {}
-    for model in data.get("models", []):
+    for model in models_json.get("models", []):
         if model.get("kind") != "target":
             continue
         prediction = Prediction(
@@ -238,7 +243,7 @@ def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, wor
     multimodal id the drafter load copies is never added)."""
     start = time.monotonic()
     added: dict[str, Any] = {}
-    unguessed: list[str] = []
+    unguessed: str | None = None
     launches: list[float] = []
 
     def timed(mode: str) -> dict[str, Any] | None:
@@ -260,7 +265,7 @@ def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, wor
             if guess is None:
                 # No value to give (a nested config, a list of block settings): another launch
                 # would fail alike.
-                unguessed.append(name)
+                unguessed = name
                 break
             added[name] = guess
             base = timed("base")
@@ -272,7 +277,7 @@ def run_class(env: EngineEnv, launch: Launch, prediction: Prediction | None, wor
     if added:
         run.notes.append("config attributes the class default lacks, added: " + ", ".join(f"{k}={v!r}" for k, v in added.items()))
     if unguessed:
-        run.notes.append("config attribute the class default lacks, no value to guess (not retried): " + ", ".join(unguessed))
+        run.notes.append(f"config attribute the class default lacks, no value to guess (not retried): {unguessed}")
     return run
 
 

@@ -136,8 +136,6 @@ def _name(node: ast.AST) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-
-
 class _Extractor:
     def __init__(
         self,

@@ -144,6 +144,7 @@ def add_attributes(config: dict[str, Any], added: dict[str, Any]) -> None:
             if level.get(key) is None:
                 level[key] = value
 
+
 def build_folders(
     spec: dict[str, Any],
     record: Record,
@@ -196,7 +197,6 @@ def build_folders(
     drafter.mkdir(parents=True, exist_ok=True)
     (drafter / "config.json").write_text(json.dumps(shrink.drafter_config(int(hidden), int(vocab))), encoding="utf-8")
     return str(target), str(drafter)
-
 
 
 # ---- inert stand-ins ----------------------------------------------------------------------------
