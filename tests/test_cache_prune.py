@@ -148,7 +148,10 @@ def test_the_shared_summaries_keep_the_most_recently_used_entries(tmp_path: Path
     for n in range(30):
         os.utime(shared / f"{n:032x}.pickle", (NOW - 1000 + n, NOW - 1000 + n))
     (shared / ".tmp-abc").write_bytes(b"a write under way")
+    (shared / ".tmp-old").write_bytes(b"a write its killed process left")
+    os.utime(shared / ".tmp-old", (time.time() - 2 * cache_prune.ABANDONED_WRITE_S,) * 2)
     assert cache_prune.prune_entries(shared, limit=40) == 0
+    assert not (shared / ".tmp-old").exists()
     # Over the limit: the oldest go, down to nine tenths of it; a write under way is left alone.
     assert cache_prune.prune_entries(shared, limit=20) == 12
     left = sorted(p.name for p in shared.iterdir())

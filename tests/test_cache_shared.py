@@ -19,16 +19,17 @@ MODELS = "sglang/srt/models"
 
 
 def _shared(cache: Path) -> dict[str, int]:
-    """The shared namespace's entries, with their modification times: the folder whose entries
-    are all summaries (a tree's namespace holds its contract and results)."""
+    """The shared namespace's summaries, with their modification times: the folder whose entries
+    are all summaries and the tables of each module's latest one (a tree's namespace holds its
+    contract and results)."""
     from eagle3lint.run import cache as C
 
     found: dict[str, int] = {}
     for folder in cache.iterdir():
         entries = sorted(folder.glob("*.pickle")) if folder.is_dir() else []
-        names = [C._loads(p.read_bytes())["name"] for p in entries]
-        if names and all(n.startswith("summary:") for n in names):
-            found.update({p.name: p.stat().st_mtime_ns for p in entries})
+        names = {p: C._loads(p.read_bytes())["name"] for p in entries}
+        if names and all(n.startswith(("summary:", "latest-summaries:")) for n in names.values()):
+            found.update({p.name: p.stat().st_mtime_ns for p, n in names.items() if n.startswith("summary:")})
     return found
 
 
@@ -129,7 +130,8 @@ def test_the_shared_folder_is_listed_only_when_this_runs_entries_may_fill_it(
     assert len(files) == 7
     for name in files:  # one module per batch, as a cold run loads them
         provide(_requests(engine.root, [name]))
-    # A limit of 4: listed at the first store (1 entry, room for 3), not again until the fifth
-    # entry passed the limit (pruned to nine tenths: 3 left, room for 1), and again at the
-    # seventh (5 entries, pruned to 3): three listings for seven batches, not seven.
-    assert listings == [1, 3, 3]
+    # A limit of 4: listed at the first store (a summary and the table of each module's latest
+    # summary: room for 2), not again until the fourth summary passed the limit (pruned to nine
+    # tenths: 3 left, room for 1), and again at the sixth (5 entries, pruned to 3): three
+    # listings for seven batches, not seven.
+    assert listings == [2, 3, 3]

@@ -65,6 +65,7 @@ from eagle3lint.source.summary_types import (
     InstanceAttr,
     ModuleSummary,
     Params,
+    ReusableUnit,
 )
 from eagle3lint.source.suppressions import FileSuppressions, Suppression
 
@@ -84,6 +85,7 @@ _DATACLASSES: dict[str, type] = {
     cls.__name__: cls
     for cls in (
         ModuleSummary,
+        ReusableUnit,
         ClassSummary,
         FunctionSummary,
         InstanceAttr,
@@ -133,6 +135,23 @@ def _touch_daily(path: Path) -> None:
 
 class CorruptEntry(Exception):
     pass
+
+
+def store_summary(path: str, name: str, summary: ModuleSummary) -> None:
+    """A summary's entry written where it was made (``ParseRequest.keep``)."""
+    with contextlib.suppress(OSError, pickle.PicklingError, TypeError, AttributeError):
+        write_atomic(Path(path), _dumps({"name": name, "summary": summary}))
+
+
+def load_previous_summary(path: str, name: str) -> ModuleSummary | None:
+    """A stored summary read where a file is parsed (a parse worker: ``ParseRequest.previous``);
+    None when it is gone or not one."""
+    try:
+        data = _loads(read_regular_file(Path(path), MAX_ENTRY_BYTES, follow_symlinks=False))
+    except (OSError, CorruptEntry):
+        return None
+    summary = data.get("summary") if isinstance(data, dict) and data.get("name") == name else None
+    return summary if isinstance(summary, ModuleSummary) else None
 
 
 _ALLOWED_BUILTINS = {"set", "frozenset"}
@@ -317,6 +336,7 @@ class Cache:
         # path -> sha256 of every file served through provider(): the inputs of a run.
         self.served: dict[str, str] = {}
         self._shapes: dict[tuple[frozenset[str], CaptureSpec | None], str] = {}
+        self._latest_tables: dict[str, dict[str, str]] = {}
 
     # ---- layout ----------------------------------------------------------------------
     def _prepare(self, namespace: str) -> bool:
@@ -368,6 +388,34 @@ class Cache:
         place = f"|{request.module}|{int(request.is_package)}" if _RELATIVE_IMPORT.search(data) else ""
         return f"summary:{digest}|{shape}{place}"
 
+    def _latest(self, request: ParseRequest) -> tuple[str, dict[str, str]]:
+        """The module's key in its shape's table of the last summary made for each module: the
+        earlier version a changed file's summary starts from (``source.reuse``). One entry per
+        walk and capture, read once a run."""
+        shape = self._shapes.get((request.walk_names, request.capture)) or _shape_digest(request)
+        table = self._latest_tables.get(shape)
+        if table is None:
+            entry = self._load(f"latest-summaries:{shape}", self.shared)
+            stored = entry.get("keys") if entry is not None else None
+            table = stored if isinstance(stored, dict) else {}
+            self._latest_tables[shape] = table
+        return f"{request.module}|{int(request.is_package)}", table
+
+    def _store_latest(self) -> None:
+        for shape, table in self._latest_tables.items():
+            self._store(f"latest-summaries:{shape}", {"keys": table}, self.shared)
+
+    def _parse_request(self, request: ParseRequest, key: str) -> ParseRequest:
+        """The request as the parse gets it: told where to store its summary, and where the
+        summary of the module's last other version lies."""
+        keep = functools.partial(store_summary, str(self._entry_path(key, self.shared)), key) if self._prepare(self.shared) else None
+        module, table = self._latest(request)
+        previous = table.get(module)
+        if not isinstance(previous, str) or previous == key or not previous.startswith("summary:"):
+            return dataclasses.replace(request, keep=keep)
+        loader = functools.partial(load_previous_summary, str(self._entry_path(previous, self.shared)), previous)
+        return dataclasses.replace(request, previous=loader, keep=keep)
+
     def _load_summary(self, request: ParseRequest, key: str) -> ModuleSummary | None:
         entry = self._load(key, self.shared)
         summary = entry.get("summary") if entry is not None else None
@@ -402,13 +450,18 @@ class Cache:
                     missing.append(i)
             if missing:
                 self.misses += len(missing)
-                parsed = fallback([requests[i] for i in missing])
+                # The parse stores each summary where it is made (in parallel); this process
+                # keeps only which is the module's latest.
+                parsed = fallback([self._parse_request(requests[i], keys[i]) for i in missing])
                 stored = 0
                 for i, result in zip(missing, parsed, strict=False):
                     results[i] = result
                     if isinstance(result, ModuleSummary):
-                        self._store(keys[i], {"summary": result}, self.shared)
+                        module, table = self._latest(requests[i])
+                        table[module] = keys[i]
                         stored += 1
+                if stored:
+                    self._store_latest()
                 # The shared folder is listed when this run's entries may have filled it, not
                 # after every batch (a cold run stores a batch per module it loads).
                 room = self._shared_room

@@ -31,6 +31,9 @@ MAX_NAMESPACES = 32  # the run's own included: one per engine tree and settings 
 # entries go when a run adds some (a summary is a few kilobytes; a release adds hundreds).
 MAX_SHARED_ENTRIES = 20_000
 
+# A write this old is not under way: its process was killed.
+ABANDONED_WRITE_S = 3600
+
 NAMESPACE_NAME = re.compile(r"[0-9a-f]{20}")
 _ENTRY_NAME = re.compile(r"[0-9a-f]{32}\.pickle|\.tmp-[A-Za-z0-9_]+")
 _TAG_MARK = b"cache directory tag created by eagle3lint"
@@ -107,10 +110,17 @@ def _prune(namespace: Path, limit: int) -> tuple[int, int]:
     try:
         with os.scandir(namespace) as listing:
             for item in listing:
-                if _ENTRY_NAME.fullmatch(item.name) and not item.name.startswith(".tmp-"):
-                    with contextlib.suppress(OSError):
-                        if item.is_file(follow_symlinks=False):
-                            entries.append((item.stat(follow_symlinks=False).st_mtime, item.path))
+                if not _ENTRY_NAME.fullmatch(item.name):
+                    continue
+                with contextlib.suppress(OSError):
+                    if not item.is_file(follow_symlinks=False):
+                        continue
+                    used = item.stat(follow_symlinks=False).st_mtime
+                    if not item.name.startswith(".tmp-"):
+                        entries.append((used, item.path))
+                    elif time.time() - used > ABANDONED_WRITE_S:
+                        # A parse worker killed while writing (Ctrl-C stops them outright).
+                        os.unlink(item.path)
     except OSError:
         return 0, 0
     if len(entries) <= limit:

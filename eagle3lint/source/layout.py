@@ -7,7 +7,8 @@ edits, and the layout stands in for the others (``fix.skeleton``)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import hashlib
+from collections.abc import Iterator, Mapping
 
 # One module-level statement: (the ``ast`` class name, first line with its decorators, line,
 # end line, column, end column, the classes defined in it at module level). Plain tuples: the
@@ -17,15 +18,24 @@ TopStatement = tuple[str, int, int, int, int, int, tuple[str, ...]]
 _COMPOUND = (ast.If, ast.Try, ast.With, ast.AsyncWith)
 
 
-def module_layout(tree: ast.Module) -> tuple[TopStatement, ...]:
-    out = []
-    for stmt in tree.body:
-        first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
-        end = stmt.end_lineno or stmt.lineno
-        end_col = stmt.end_col_offset if stmt.end_col_offset is not None else -1
-        names = tuple(dict.fromkeys(_module_level_class_names(stmt)))
-        out.append((type(stmt).__name__, first, stmt.lineno, end, stmt.col_offset, end_col, names))
-    return tuple(out)
+def module_layout(tree: ast.Module, placed: Mapping[int, TopStatement] | None = None) -> tuple[TopStatement, ...]:
+    """``placed``: the entries of statements ``source.reuse`` stood in for, by the line of
+    their stand-in."""
+    placed = placed or {}
+    return tuple(placed.get(stmt.lineno) or top_statement(stmt) for stmt in tree.body)
+
+
+def top_statement(stmt: ast.stmt) -> TopStatement:
+    first = min([stmt.lineno, *(d.lineno for d in getattr(stmt, "decorator_list", []))])
+    end = stmt.end_lineno or stmt.lineno
+    end_col = stmt.end_col_offset if stmt.end_col_offset is not None else -1
+    names = tuple(dict.fromkeys(_module_level_class_names(stmt)))
+    return (type(stmt).__name__, first, stmt.lineno, end, stmt.col_offset, end_col, names)
+
+
+def unit_digest(text: str) -> str:
+    """A statement's text, digested (``ReusableUnit.digest``)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogateescape"), digest_size=16).hexdigest()
 
 
 def _module_level_class_names(stmt: ast.stmt) -> Iterator[str]:

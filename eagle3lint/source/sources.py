@@ -9,17 +9,18 @@ import re
 import stat
 import sys
 import warnings
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 
 from eagle3lint.common.findings import FileError
 from eagle3lint.common.lines import count_line_ends
 from eagle3lint.source.capture_facts import CaptureSpec
-from eagle3lint.source.layout import module_layout
+from eagle3lint.source.layout import TopStatement, module_layout
+from eagle3lint.source.reuse import reused_tree
 from eagle3lint.source.summary import summarize
-from eagle3lint.source.summary_types import ModuleSummary
+from eagle3lint.source.summary_types import ModuleSummary, ReusableUnit
 from eagle3lint.source.suppressions import scan_suppressions
 
 
@@ -30,6 +31,12 @@ class ParseRequest:
     is_package: bool
     walk_names: frozenset[str]
     capture: CaptureSpec | None = None
+    # The summary of an earlier version of the file, made for the same walk and capture, when
+    # the cache holds one: called where the file is parsed (a parse worker), to reuse what did
+    # not change (``source.reuse``).
+    previous: Callable[[], ModuleSummary | None] | None = field(default=None, compare=False)
+    # Stores the summary made (the cache's entry), where it is made: a worker pickles it there.
+    keep: Callable[[ModuleSummary], None] | None = field(default=None, compare=False)
 
 
 def read_source(path: str) -> bytes | FileError:
@@ -149,21 +156,44 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     text = decode_source(request.path, data)
     if isinstance(text, FileError):
         return text
-    tree = parse_text(request.path, text)
-    if isinstance(tree, FileError):
-        return tree
     try:
-        summary = summary_of(request, text, tree)
+        summary = _reusing(request, text) if request.previous is not None else None
+        if summary is None:
+            tree = parse_text(request.path, text)
+            if isinstance(tree, FileError):
+                return tree
+            summary = summary_of(request, text, tree)
     except RecursionError:
         # Code the parser accepts can still nest deeper than a walk over it can follow; the file
         # is reported, the rest of the tree still checked.
         return FileError(request.path, "cannot be analysed: nested too deeply (recursion limit reached)")
     summary.source_digest = hashlib.sha256(data).hexdigest()
+    if request.keep is not None:
+        request.keep(summary)
     return summary
 
 
-def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSummary:
-    """The summary of a parsed text, its suppression comments included."""
+def _reusing(request: ParseRequest, text: str) -> ModuleSummary | None:
+    """The summary made with what an earlier version's summary offers; None when it offers
+    nothing here."""
+    assert request.previous is not None
+    previous = request.previous()
+    reused = reused_tree(text, previous, lambda masked: parse_text(request.path, masked)) if previous is not None else None
+    if reused is None:
+        return None
+    return summary_of(request, text, reused.tree, reused.units, reused.tops, reused.lines)
+
+
+def summary_of(
+    request: ParseRequest,
+    text: str,
+    tree: ast.Module,
+    placed: dict[str, ReusableUnit] | None = None,
+    placed_tops: dict[int, TopStatement] | None = None,
+    lines: list[str] | None = None,
+) -> ModuleSummary:
+    """The summary of a parsed text, its suppression comments included; ``placed`` and
+    ``placed_tops``: the units standing in the tree (``source.reuse``)."""
     summary = summarize(
         tree,
         module=request.module,
@@ -173,9 +203,11 @@ def summary_of(request: ParseRequest, text: str, tree: ast.Module) -> ModuleSumm
         line_count=count_line_ends(text) + 1,
         capture=request.capture,
         text=text,
+        placed=placed,
+        lines=lines,
     )
     summary.suppressions = scan_suppressions(text)
-    summary.layout = module_layout(tree)
+    summary.layout = module_layout(tree, placed_tops)
     return summary
 
 

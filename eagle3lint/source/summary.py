@@ -14,7 +14,15 @@ import ast
 from eagle3lint.common.lines import source_lines
 from eagle3lint.source.ast_names import dotted_name
 from eagle3lint.source.capture_facts import CaptureSpec
-from eagle3lint.source.summary_types import Branch, ClassSummary, InstanceAttr, ModuleSummary
+from eagle3lint.source.layout import top_statement, unit_digest
+from eagle3lint.source.summary_types import (
+    Branch,
+    ClassSummary,
+    FunctionSummary,
+    InstanceAttr,
+    ModuleSummary,
+    ReusableUnit,
+)
 from eagle3lint.source.summary_walk import (
     _construction,
     _decorator_names,
@@ -31,15 +39,29 @@ from eagle3lint.source.summary_walk import (
 _ALWAYS_WALK = frozenset({"__getattr__"})
 
 
+# A statement ``source.reuse`` put in place of an earlier version's unit: (the unit, shifted to
+# where it lies now), by the stand-in function's name.
+Placed = dict[str, ReusableUnit]
+
+
 class _ModuleBuilder:
     def __init__(
-        self, module: str, path: str, is_package: bool, walk_names: frozenset[str], capture: CaptureSpec | None = None, text: str | None = None
+        self,
+        module: str,
+        path: str,
+        is_package: bool,
+        walk_names: frozenset[str],
+        capture: CaptureSpec | None = None,
+        text: str | None = None,
+        placed: Placed | None = None,
+        lines: list[str] | None = None,
     ) -> None:
         self.summary = ModuleSummary(module=module, path=path, is_package=is_package)
         self.walk_names = walk_names | _ALWAYS_WALK
         self.capture = capture
         self._text = text
-        self._lines: list[str] | None = None
+        self._lines = lines
+        self.placed = placed or {}
 
     def _source_lines(self) -> list[str]:
         if self._lines is None:
@@ -60,6 +82,61 @@ class _ModuleBuilder:
     def visit_body(self, body: list[ast.stmt]) -> None:
         for stmt in body:
             self.visit_stmt(stmt)
+
+    def visit_module(self, body: list[ast.stmt]) -> None:
+        """The module's statements; its classes and functions also become reusable units
+        (with the text, which their digests are made from)."""
+        for stmt in body:
+            unit = self.placed.get(stmt.name) if isinstance(stmt, ast.FunctionDef) else None
+            if unit is not None:
+                self._replay_top(unit)
+            elif self._text is not None and isinstance(stmt, ast.ClassDef):
+                made: list[tuple[str, ClassSummary]] = []
+                methods: list[ReusableUnit] = []
+                self.visit_class(stmt, prefix="", made=made, method_units=methods)
+                self.summary.units.append(self._unit(stmt, classes=made, methods=methods, top=True))
+            elif self._text is not None and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.visit_stmt(stmt)
+                self.summary.units.append(self._unit(stmt, function=self.summary.functions[stmt.name], top=True))
+            else:
+                self.visit_stmt(stmt)
+
+    def _unit(
+        self,
+        stmt: ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef,
+        classes: list[tuple[str, ClassSummary]] | None = None,
+        function: FunctionSummary | None = None,
+        methods: list[ReusableUnit] | None = None,
+        top: bool = False,
+    ) -> ReusableUnit:
+        lines = self._source_lines()
+        first = min([stmt.lineno, *(d.lineno for d in stmt.decorator_list)])
+        end = stmt.end_lineno or stmt.lineno
+        text = "".join(lines[first - 1 : end])
+        return ReusableUnit(
+            first=first,
+            end=end,
+            end_col=stmt.end_col_offset if stmt.end_col_offset is not None else -1,
+            head=lines[first - 1],
+            length=len(text),
+            digest=unit_digest(text),
+            classes=classes or [],
+            function=function,
+            top=top_statement(stmt) if top else None,
+            methods=methods or [],
+        )
+
+    def _replay_top(self, unit: ReusableUnit) -> None:
+        """A module-level unit taken from the earlier version: what visiting it made."""
+        s = self.summary
+        if unit.function is not None:
+            s.functions[unit.function.name] = unit.function
+        for key, cls in unit.classes:
+            if "." not in key:
+                if key in s.classes:
+                    s.redefined_classes.append(key)
+            s.classes[key] = cls
+        s.units.append(unit)
 
     def _record_import(self, stmt: ast.Import | ast.ImportFrom, into: dict[str, str]) -> None:
         if isinstance(stmt, ast.Import):
@@ -83,7 +160,7 @@ class _ModuleBuilder:
         if isinstance(stmt, (ast.Import, ast.ImportFrom)):
             self._record_import(stmt, s.imports)
         elif isinstance(stmt, ast.ClassDef):
-            self.visit_class(stmt, prefix="")
+            self.visit_class(stmt, prefix="", made=[])
         elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
             fn, _ = _summarize_function(stmt, is_method=False, walk=False)
             s.functions[stmt.name] = fn
@@ -143,7 +220,12 @@ class _ModuleBuilder:
                         for key, val in s.dict_literals[v.id].items():
                             merged.setdefault(key, val)
 
-    def visit_class(self, node: ast.ClassDef, prefix: str) -> None:
+    def visit_class(
+        self, node: ast.ClassDef, prefix: str, made: list[tuple[str, ClassSummary]], method_units: list[ReusableUnit] | None = None
+    ) -> None:
+        """``made`` gets the classes entries this statement makes, in order; ``method_units``
+        (a module-level class) its methods that are reusable alone: those that add nothing to
+        the class but their own summary (no ``self.x = ...``, not ``__init__``)."""
         qualname = f"{prefix}{node.name}"
         bases = [b for b in (dotted(base) for base in node.bases) if b]
         cls = ClassSummary(
@@ -158,9 +240,13 @@ class _ModuleBuilder:
         assigned_by: dict[str, list[str]] = {}  # method -> the attributes it assigns
         method_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for stmt in node.body:
-            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            unit = self.placed.get(stmt.name) if isinstance(stmt, ast.FunctionDef) and method_units is not None else None
+            if unit is not None and unit.function is not None:
+                self._add_method(cls, unit.function)
+                assert method_units is not None
+                method_units.append(unit)
+            elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorators = _decorator_names(stmt)
-                is_accessor = any(d.endswith(".setter") or d.endswith(".getter") or d.endswith(".deleter") for d in decorators)
                 walk = (
                     stmt.name in self.walk_names
                     or "property" in decorators
@@ -173,12 +259,9 @@ class _ModuleBuilder:
                     for imp in _import_statements(stmt.body):
                         self._record_import(imp, cls.local_imports)
                     cls.init_param_defaults.update(_param_defaults(stmt.args))
-                if stmt.name in cls.methods and not is_accessor and not _is_overload(decorators):
-                    previous = cls.methods[stmt.name]
-                    if not _is_overload(previous.decorators) and not previous.is_property:
-                        cls.duplicate_methods.append((stmt.name, stmt.lineno, previous.lineno))
-                if not is_accessor:
-                    cls.methods[stmt.name] = fn
+                self._add_method(cls, fn)
+                if method_units is not None and not assigns and stmt.name != "__init__" and self._text is not None:
+                    method_units.append(self._unit(stmt, function=fn))
                 for attr, lineno, value, branch in assigns:
                     self._record_instance_attr(cls, attr, lineno, stmt.name, value, branch)
                 if assigns or stmt.name == "__init__":
@@ -192,14 +275,26 @@ class _ModuleBuilder:
                 for name in _assigned_names(stmt.target):
                     cls.class_attrs[name] = stmt.lineno
             elif isinstance(stmt, ast.ClassDef):
-                self.visit_class(stmt, prefix=f"{qualname}.")
+                self.visit_class(stmt, prefix=f"{qualname}.", made=made)
         self._mark_init_helpers(cls, assigned_by, method_nodes)
         if prefix == "":
             if node.name in self.summary.classes:
                 self.summary.redefined_classes.append(node.name)
             self.summary.classes[node.name] = cls
+            made.append((node.name, cls))
         else:
             self.summary.classes[qualname] = cls
+            made.append((qualname, cls))
+
+    @staticmethod
+    def _add_method(cls: ClassSummary, fn: FunctionSummary) -> None:
+        is_accessor = any(d.endswith(".setter") or d.endswith(".getter") or d.endswith(".deleter") for d in fn.decorators)
+        if fn.name in cls.methods and not is_accessor and not _is_overload(fn.decorators):
+            previous = cls.methods[fn.name]
+            if not _is_overload(previous.decorators) and not previous.is_property:
+                cls.duplicate_methods.append((fn.name, fn.lineno, previous.lineno))
+        if not is_accessor:
+            cls.methods[fn.name] = fn
 
     def _mark_init_helpers(
         self,
@@ -303,14 +398,18 @@ def summarize(
     line_count: int = 0,
     capture: CaptureSpec | None = None,
     text: str | None = None,
+    placed: Placed | None = None,
+    lines: list[str] | None = None,
 ) -> ModuleSummary:
     """Reduce a parsed module to a :class:`ModuleSummary`.
 
     ``walk_names`` are method names whose bodies are walked in full (interface members,
     ``forward`` when a rule pack asks for data-flow facts); every other method contributes only
-    its signature and its statement-level ``self.x = ...`` assignments.
+    its signature and its statement-level ``self.x = ...`` assignments. ``placed``: the units
+    ``source.reuse`` took from an earlier version of the file, by their stand-ins' names;
+    ``lines``: the text's (``source_lines``), where the caller has them.
     """
-    builder = _ModuleBuilder(module, path, is_package, walk_names, capture, text)
-    builder.visit_body(tree.body)
+    builder = _ModuleBuilder(module, path, is_package, walk_names, capture, text, placed, lines)
+    builder.visit_module(tree.body)
     builder.summary.line_count = line_count
     return builder.summary

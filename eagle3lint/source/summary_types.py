@@ -155,6 +155,27 @@ class ClassSummary:
 
 
 @dataclass
+class ReusableUnit:
+    """A module-level ``class``/``def``, or a method of a module-level class, that a later
+    version of the file can take as it is wherever its text recurs unchanged (``source.reuse``):
+    where it lay, how to find its text again, and what summarising it made."""
+
+    first: int  # its first line, decorators included
+    end: int  # its last line
+    end_col: int
+    head: str  # its first line's text, ending included: where a search for it starts
+    length: int  # characters
+    digest: str  # of its text
+    # A module-level class: the ``ModuleSummary.classes`` entries it made, nested ones first, in
+    # order; a method or a module-level function: its summary.
+    classes: list[tuple[str, ClassSummary]] = field(default_factory=list)
+    function: FunctionSummary | None = None
+    # A module-level statement: its layout entry; a class: its methods that can be taken alone.
+    top: TopStatement | None = None
+    methods: list[ReusableUnit] = field(default_factory=list)
+
+
+@dataclass
 class ModuleSummary:
     module: str
     path: str
@@ -181,3 +202,5 @@ class ModuleSummary:
     # statement lies: ``fix`` edits and proves a file without parsing all of it again.
     source_digest: str = ""
     layout: tuple[TopStatement, ...] = ()
+    # What the next version of this file can take without parsing it again (``source.reuse``).
+    units: list[ReusableUnit] = field(default_factory=list)
