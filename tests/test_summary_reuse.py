@@ -119,6 +119,9 @@ CHANGES = {
         "    return a + b\n", "      return a + b\n"
     ),
     "CRLF line endings": lambda t: t.replace("\n", "\r\n").replace("import torch\r\n", "import os\r\nimport torch\r\n"),
+    "CR line endings": lambda t: t.replace("\n", "\r").replace("import torch\r", "import os\rimport torch\r"),
+    "a form feed between classes": lambda t: t.replace("\n\n@torch.no_grad()", "\n\x0c\n@torch.no_grad()").replace("import torch\n", "import os\nimport torch\n"),
+    "a line separator in a string": lambda t: t.replace('"""A model file."""', '"""A model\u2028file."""'),
     "a class defined twice": lambda t: "import os\n" + t + "\n\nclass Small:\n    pass\n",
     "a method whose body grew deeper": lambda t: t.replace("        return 1\n", "        return 1\n        if x:\n            y = 2\n"),
 }
@@ -243,3 +246,16 @@ def test_every_changed_model_file_of_a_release_is_summarised_as_a_whole_parse_wo
         reused = parse_module(dataclasses.replace(request, previous=lambda b=blob: pickle.loads(b)))
         assert reused == parse_module(request), request.path
     assert taken > 500  # the comparison is of reused summaries, not of whole parses again
+
+
+def test_a_text_repeating_a_unit_thousands_of_times_is_summarised_as_a_whole_parse(tmp_path: Path) -> None:
+    # Every copy is a place the unit's head is found: the search stays bounded, and whatever it
+    # takes, the summary is the whole parse's.
+    unit = "@torch.no_grad()\ndef helper(a, b=1):\n    return a + b\n\n\n"
+    after = "import os\n" + unit * 5000 + BEFORE
+    whole, reused = _both(tmp_path, BEFORE, after)
+    assert isinstance(whole, ModuleSummary) and reused == whole
+    previous = _summary(tmp_path / "old.py", BEFORE)
+    assert isinstance(previous, ModuleSummary)
+    planned = reuse.plan_reuse(after, previous)
+    assert planned is not None and len(planned[1]) <= len(previous.units) + sum(len(u.methods) for u in previous.units)

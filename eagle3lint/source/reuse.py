@@ -52,7 +52,9 @@ class _Finder:
         self.text = text
         self.lines = lines
         self.offsets = [0, *itertools.accumulate(map(len, lines))]
-        self.taken: list[tuple[int, int]] = []  # (first, last) 0-based line ranges
+        self.used = bytearray(len(lines))  # 1 for each line a found unit holds
+        # Places a head is looked at past its first, over all units: each may hash its text.
+        self.budget = 4 * len(lines) + 1000
 
     def find(self, unit: ReusableUnit) -> tuple[int, int] | None:
         """The unit's text as lines (first 0-based line, line count), or None."""
@@ -70,9 +72,12 @@ class _Finder:
                 and self._ends_there(i + count, _indent(unit.head))
                 and unit_digest(text[pos : pos + unit.length]) == unit.digest
             ):
-                self.taken.append((i, i + count - 1))
+                self.used[i : i + count] = b"\x01" * count
                 return i, count
             pos = text.find(unit.head, pos + 1)
+            self.budget -= 1
+            if self.budget < 0:  # a head found at very many places (a hostile text)
+                return None
         return None
 
     def _ends_there(self, after: int, indent: str) -> bool:
@@ -86,16 +91,24 @@ class _Finder:
         return True
 
     def _overlaps(self, first: int, last: int) -> bool:
-        return any(first <= b and a <= last for a, b in self.taken)
+        return self.used.find(1, first, last + 1) != -1
 
 
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t\f"))]
 
 
+# A search for every unit goes over the text once per unit: beyond this many characters searched
+# (a hostile pair of versions, thousands of units in megabytes), the file is parsed whole.
+MAX_SEARCH_CHARS = 400_000_000
+
+
 def plan_reuse(text: str, previous: ModuleSummary) -> tuple[list[str], list[_Placement]] | None:
     """The new text's lines and where earlier units lie in them; None when nothing is found."""
     if not previous.units or STAND_IN in text:
+        return None
+    searches = len(previous.units) + sum(len(u.methods) for u in previous.units)
+    if searches * max(len(text), 1) > MAX_SEARCH_CHARS:
         return None
     lines = source_lines(text)
     finder = _Finder(text, lines)
