@@ -1,3 +1,3 @@
 """eagle3lint: a static compatibility linter for EAGLE-3 speculative decoding."""
 
-__version__ = "0.2.1"
+__version__ = "0.2.2"
