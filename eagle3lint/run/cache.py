@@ -378,13 +378,18 @@ class Cache:
             write_atomic(self._entry_path(name, namespace), _dumps({"name": name, **data}))
 
     # ---- summaries -------------------------------------------------------------------
-    def summary_key(self, request: ParseRequest, digest: str, data: bytes) -> str:
-        """What a summary is made from: the content, the walk and capture the run asks for,
-        and the module's place only where a relative import could depend on it."""
+    def _shape(self, request: ParseRequest) -> str:
+        """The request's walk and capture, digested once a run."""
         shape = self._shapes.get((request.walk_names, request.capture))
         if shape is None:
             shape = _shape_digest(request)
             self._shapes[(request.walk_names, request.capture)] = shape
+        return shape
+
+    def summary_key(self, request: ParseRequest, digest: str, data: bytes) -> str:
+        """What a summary is made from: the content, the walk and capture the run asks for,
+        and the module's place only where a relative import could depend on it."""
+        shape = self._shape(request)
         place = f"|{request.module}|{int(request.is_package)}" if _RELATIVE_IMPORT.search(data) else ""
         return f"summary:{digest}|{shape}{place}"
 
@@ -392,18 +397,18 @@ class Cache:
         """The module's key in its shape's table of the last summary made for each module: the
         earlier version a changed file's summary starts from (``source.reuse``). One entry per
         walk and capture, read once a run."""
-        shape = self._shapes.get((request.walk_names, request.capture)) or _shape_digest(request)
+        shape = self._shape(request)
         table = self._latest_tables.get(shape)
         if table is None:
-            entry = self._load(f"latest-summaries:{shape}", self.shared)
+            entry = self._load(self._latest_name(shape), self.shared)
             stored = entry.get("keys") if entry is not None else None
             table = stored if isinstance(stored, dict) else {}
             self._latest_tables[shape] = table
         return f"{request.module}|{int(request.is_package)}", table
 
-    def _store_latest(self) -> None:
-        for shape, table in self._latest_tables.items():
-            self._store(f"latest-summaries:{shape}", {"keys": table}, self.shared)
+    @staticmethod
+    def _latest_name(shape: str) -> str:
+        return f"latest-summaries:{shape}"
 
     def _parse_request(self, request: ParseRequest, key: str) -> ParseRequest:
         """The request as the parse gets it: told where to store its summary, and where the
@@ -454,14 +459,16 @@ class Cache:
                 # keeps only which is the module's latest.
                 parsed = fallback([self._parse_request(requests[i], keys[i]) for i in missing])
                 stored = 0
+                changed: set[str] = set()
                 for i, result in zip(missing, parsed, strict=False):
                     results[i] = result
                     if isinstance(result, ModuleSummary):
                         module, table = self._latest(requests[i])
                         table[module] = keys[i]
+                        changed.add(self._shape(requests[i]))
                         stored += 1
-                if stored:
-                    self._store_latest()
+                for shape in changed:
+                    self._store(self._latest_name(shape), {"keys": self._latest_tables[shape]}, self.shared)
                 # The shared folder is listed when this run's entries may have filled it, not
                 # after every batch (a cold run stores a batch per module it loads).
                 room = self._shared_room

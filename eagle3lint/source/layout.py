@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 
 # One module-level statement: (the ``ast`` class name, first line with its decorators, line,
 # end line, column, end column, the classes defined in it at module level). Plain tuples: the
@@ -18,11 +18,10 @@ TopStatement = tuple[str, int, int, int, int, int, tuple[str, ...]]
 _COMPOUND = (ast.If, ast.Try, ast.With, ast.AsyncWith)
 
 
-def module_layout(tree: ast.Module, placed: Mapping[int, TopStatement] | None = None) -> tuple[TopStatement, ...]:
-    """``placed``: the entries of statements ``source.reuse`` stood in for, by the line of
-    their stand-in."""
-    placed = placed or {}
-    return tuple(placed.get(stmt.lineno) or top_statement(stmt) for stmt in tree.body)
+def module_layout(tree: ast.Module) -> tuple[TopStatement, ...]:
+    """Where each module-level statement of ``tree`` lies (a summary's own layout is made as it
+    is built, ``summary._ModuleBuilder.visit_module``: a reused statement's entry comes with it)."""
+    return tuple(top_statement(stmt) for stmt in tree.body)
 
 
 def top_statement(stmt: ast.stmt) -> TopStatement:

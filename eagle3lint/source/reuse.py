@@ -30,7 +30,7 @@ from typing import NamedTuple
 
 from eagle3lint.common.findings import FileError
 from eagle3lint.common.lines import source_lines
-from eagle3lint.source.layout import TopStatement, unit_digest
+from eagle3lint.source.layout import unit_digest
 from eagle3lint.source.line_shift import LineShift
 from eagle3lint.source.summary_types import ModuleSummary, ReusableUnit
 
@@ -168,7 +168,6 @@ def standing_in(tree: ast.Module, placements: list[_Placement]) -> dict[str, Reu
 class Reused(NamedTuple):
     tree: ast.Module  # the new text's, the units taken stood in for
     units: dict[str, ReusableUnit]  # moved to their new lines, by their stand-ins' names
-    tops: dict[int, TopStatement]  # the module-level stand-ins' layout entries, by line
     lines: list[str]  # the new text's
 
 
@@ -185,5 +184,4 @@ def reused_tree(text: str, previous: ModuleSummary, parse: Callable[[str], ast.M
     units = standing_in(tree, placements)
     if units is None:
         return None
-    tops = {p.line + 1: p.unit.top for p in placements if not p.method and p.unit.top is not None}
-    return Reused(tree, units, tops, lines)
+    return Reused(tree, units, lines)

@@ -17,7 +17,6 @@ from pathlib import Path
 from eagle3lint.common.findings import FileError
 from eagle3lint.common.lines import count_line_ends
 from eagle3lint.source.capture_facts import CaptureSpec
-from eagle3lint.source.layout import TopStatement, module_layout
 from eagle3lint.source.reuse import reused_tree
 from eagle3lint.source.summary import summarize
 from eagle3lint.source.summary_types import ModuleSummary, ReusableUnit
@@ -157,7 +156,7 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     if isinstance(text, FileError):
         return text
     try:
-        summary = _reusing(request, text) if request.previous is not None else None
+        summary = _reusing(request, text, request.previous) if request.previous is not None else None
         if summary is None:
             tree = parse_text(request.path, text)
             if isinstance(tree, FileError):
@@ -173,15 +172,14 @@ def parse_module(request: ParseRequest) -> ModuleSummary | FileError:
     return summary
 
 
-def _reusing(request: ParseRequest, text: str) -> ModuleSummary | None:
+def _reusing(request: ParseRequest, text: str, earlier: Callable[[], ModuleSummary | None]) -> ModuleSummary | None:
     """The summary made with what an earlier version's summary offers; None when it offers
     nothing here."""
-    assert request.previous is not None
-    previous = request.previous()
+    previous = earlier()
     reused = reused_tree(text, previous, lambda masked: parse_text(request.path, masked)) if previous is not None else None
     if reused is None:
         return None
-    return summary_of(request, text, reused.tree, reused.units, reused.tops, reused.lines)
+    return summary_of(request, text, reused.tree, reused.units, reused.lines)
 
 
 def summary_of(
@@ -189,11 +187,10 @@ def summary_of(
     text: str,
     tree: ast.Module,
     placed: dict[str, ReusableUnit] | None = None,
-    placed_tops: dict[int, TopStatement] | None = None,
     lines: list[str] | None = None,
 ) -> ModuleSummary:
-    """The summary of a parsed text, its suppression comments included; ``placed`` and
-    ``placed_tops``: the units standing in the tree (``source.reuse``)."""
+    """The summary of a parsed text, its suppression comments included; ``placed``: the units
+    standing in the tree (``source.reuse``), ``lines``: the text's where the caller has them."""
     summary = summarize(
         tree,
         module=request.module,
@@ -207,7 +204,6 @@ def summary_of(
         lines=lines,
     )
     summary.suppressions = scan_suppressions(text)
-    summary.layout = module_layout(tree, placed_tops)
     return summary
 
 

@@ -14,7 +14,7 @@ import ast
 from eagle3lint.common.lines import source_lines
 from eagle3lint.source.ast_names import dotted_name
 from eagle3lint.source.capture_facts import CaptureSpec
-from eagle3lint.source.layout import top_statement, unit_digest
+from eagle3lint.source.layout import TopStatement, top_statement, unit_digest
 from eagle3lint.source.summary_types import (
     Branch,
     ClassSummary,
@@ -84,8 +84,9 @@ class _ModuleBuilder:
             self.visit_stmt(stmt)
 
     def visit_module(self, body: list[ast.stmt]) -> None:
-        """The module's statements; its classes and functions also become reusable units
-        (with the text, which their digests are made from)."""
+        """The module's statements and its layout; its classes and functions also become
+        reusable units (with the text, which their digests are made from)."""
+        layout: list[TopStatement] = []
         for stmt in body:
             unit = self.placed.get(stmt.name) if isinstance(stmt, ast.FunctionDef) else None
             if unit is not None:
@@ -94,12 +95,16 @@ class _ModuleBuilder:
                 made: list[tuple[str, ClassSummary]] = []
                 methods: list[ReusableUnit] = []
                 self.visit_class(stmt, prefix="", made=made, method_units=methods)
-                self.summary.units.append(self._unit(stmt, classes=made, methods=methods, top=True))
+                unit = self._unit(stmt, classes=made, methods=methods, top=True)
             elif self._text is not None and isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 self.visit_stmt(stmt)
-                self.summary.units.append(self._unit(stmt, function=self.summary.functions[stmt.name], top=True))
+                unit = self._unit(stmt, function=self.summary.functions[stmt.name], top=True)
             else:
                 self.visit_stmt(stmt)
+            if unit is not None:
+                self.summary.units.append(unit)
+            layout.append(unit.top if unit is not None and unit.top is not None else top_statement(stmt))
+        self.summary.layout = tuple(layout)
 
     def _unit(
         self,
@@ -128,15 +133,17 @@ class _ModuleBuilder:
 
     def _replay_top(self, unit: ReusableUnit) -> None:
         """A module-level unit taken from the earlier version: what visiting it made."""
-        s = self.summary
         if unit.function is not None:
-            s.functions[unit.function.name] = unit.function
+            self.summary.functions[unit.function.name] = unit.function
         for key, cls in unit.classes:
-            if "." not in key:
-                if key in s.classes:
-                    s.redefined_classes.append(key)
-            s.classes[key] = cls
-        s.units.append(unit)
+            self._add_class(key, cls)
+
+    def _add_class(self, key: str, cls: ClassSummary) -> None:
+        """A class entry (``Outer.Inner`` for a nested class); a module-level name defined
+        again is noted, the last definition kept."""
+        if "." not in key and key in self.summary.classes:
+            self.summary.redefined_classes.append(key)
+        self.summary.classes[key] = cls
 
     def _record_import(self, stmt: ast.Import | ast.ImportFrom, into: dict[str, str]) -> None:
         if isinstance(stmt, ast.Import):
@@ -241,9 +248,8 @@ class _ModuleBuilder:
         method_nodes: dict[str, ast.FunctionDef | ast.AsyncFunctionDef] = {}
         for stmt in node.body:
             unit = self.placed.get(stmt.name) if isinstance(stmt, ast.FunctionDef) and method_units is not None else None
-            if unit is not None and unit.function is not None:
+            if unit is not None and unit.function is not None and method_units is not None:
                 self._add_method(cls, unit.function)
-                assert method_units is not None
                 method_units.append(unit)
             elif isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 decorators = _decorator_names(stmt)
@@ -277,14 +283,8 @@ class _ModuleBuilder:
             elif isinstance(stmt, ast.ClassDef):
                 self.visit_class(stmt, prefix=f"{qualname}.", made=made)
         self._mark_init_helpers(cls, assigned_by, method_nodes)
-        if prefix == "":
-            if node.name in self.summary.classes:
-                self.summary.redefined_classes.append(node.name)
-            self.summary.classes[node.name] = cls
-            made.append((node.name, cls))
-        else:
-            self.summary.classes[qualname] = cls
-            made.append((qualname, cls))
+        self._add_class(qualname, cls)
+        made.append((qualname, cls))
 
     @staticmethod
     def _add_method(cls: ClassSummary, fn: FunctionSummary) -> None:
